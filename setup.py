@@ -1,0 +1,39 @@
+"""zoo_lite: scale pandas, NumPy, Keras and PyTorch code onto a Spark cluster (Orca's successor)."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+
+# Ranges here; exact versions for reproducible installs live in constraints.txt.
+CORE = [
+    "pyspark>=4.0,<5",
+    "pandas>=2.2,<3",  # pandas 3 makes pyspark 4.3 warn
+    "pyarrow>=15",
+    "numpy>=1.26",
+    "fsspec>=2023.1",
+    "psutil>=5.9",
+    "ray[default]>=2.50,<3",
+]
+EXTRAS = {
+    "torch": ["torch>=2.2"],
+    "tf": ["tensorflow-cpu>=2.16", "keras>=3"],
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8"],
+    "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4"],
+}
+EXTRAS["all"] = sorted({req for name in ("torch", "tf") for req in EXTRAS[name]})
+
+setup(
+    name="zoo_lite",
+    version="0.1.0",
+    description="Distributed pandas/NumPy preprocessing and Keras/PyTorch training on Spark and Ray; Orca's successor",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["zoo_lite", "zoo_lite.*"]),
+    package_data={"zoo_lite": ["conf/*.properties"]},
+    install_requires=CORE,
+    extras_require=EXTRAS,
+    license="Apache-2.0",
+)

@@ -1,0 +1,51 @@
+"""Shared fixtures: a real local Spark context for most tests, real clusters for the few that
+need separate executor processes. No Spark, Ray or ML framework is ever mocked."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import psutil
+import pytest
+
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+
+
+@pytest.fixture
+def sc():
+    """The shared ``local[2]`` context; started on first use (and again after a test stopped it)."""
+    if not OrcaContext.is_active():
+        init_orca_context(cluster_mode="local", cores=2, memory="2g")
+    return OrcaContext.get_spark_context()
+
+
+@pytest.fixture
+def spark(sc):
+    return OrcaContext.get_spark_session()
+
+
+@pytest.fixture(scope="module")
+def local_cluster() -> Iterator:
+    """Two executor JVMs (``local-cluster[2,1,1024]``) for the distribution cases of a module."""
+    stop_orca_context()
+    context = init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g")
+    yield context
+    stop_orca_context()
+
+
+def java_descendants() -> list[psutil.Process]:
+    """JVMs started below this test process (the py4j gateway JVM and anything Spark started)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() == "java" or "java" in (child.exe() or ""):
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_context_left_at_end() -> Iterator[None]:
+    yield
+    stop_orca_context()

@@ -1,0 +1,10 @@
+"""zoo_lite: scale pandas, NumPy, Keras and PyTorch code onto a Spark cluster.
+
+The successor of Analytics Zoo / BigDL Orca: replace ``zoo.orca`` with ``zoo_lite`` in imports.
+Importing this package imports no Spark, Ray, torch or TensorFlow.
+"""
+
+from zoo_lite.context import OrcaContext, init_orca_context, stop_orca_context
+
+__all__ = ["init_orca_context", "stop_orca_context", "OrcaContext"]
+__version__ = "0.1.0"

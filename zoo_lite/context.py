@@ -1,0 +1,356 @@
+"""The one place that owns the lifetime of the SparkSession (and, later, Ray) for zoo_lite.
+
+``init_orca_context`` starts (or adopts) Spark for one of the supported cluster modes and returns
+the SparkContext, as Orca did; ``stop_orca_context`` stops everything zoo_lite started, and is
+registered with ``atexit``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+from zoo_lite.errors import ContextError, ContextStoppedError, InvalidArgumentError
+from zoo_lite.spark_settings import (
+    RAY_KWARGS,
+    SPARK_KWARGS,
+    RaySettings,
+    SparkSettings,
+    memory_to_mb,
+    spark_master_and_conf,
+)
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from zoo_lite.standalone import LoopbackStandaloneCluster
+
+__all__ = ["init_orca_context", "stop_orca_context", "OrcaContext"]
+
+_LOG4J_CONFIG = Path(__file__).parent / "conf" / "log4j2.properties"
+_PANDAS_READ_BACKENDS = ("spark", "pandas")
+
+
+@dataclass
+class _ActiveContext:
+    spark: "SparkSession"
+    settings: SparkSettings
+    ray_settings: RaySettings
+    owns_spark: bool
+    standalone: Optional["LoopbackStandaloneCluster"] = None
+
+
+_lock = threading.RLock()
+_active: Optional[_ActiveContext] = None
+_atexit_registered = False
+
+
+def _split_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    unknown = sorted(set(kwargs) - set(SPARK_KWARGS) - set(RAY_KWARGS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"init_orca_context got unknown keyword argument(s) {unknown}; Spark settings go in "
+            f"conf={{...}}, and the keyword arguments it takes are {sorted(SPARK_KWARGS + RAY_KWARGS)}"
+        )
+    spark_kwargs = {k: v for k, v in kwargs.items() if k in SPARK_KWARGS}
+    ray_kwargs = {k: v for k, v in kwargs.items() if k in RAY_KWARGS}
+    return spark_kwargs, ray_kwargs
+
+
+def _with_quiet_jvm_logging(conf: dict[str, str]) -> dict[str, str]:
+    """Point the driver JVM at zoo_lite's log4j2 config, so that start-up noise is quiet too."""
+    option = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
+    existing = conf.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" not in existing:
+        conf["spark.driver.extraJavaOptions"] = f"{existing} {option}".strip()
+    return conf
+
+
+def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSession":
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    spark_conf = SparkConf()
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    if master is not None:
+        spark_conf.setMaster(master)
+    spark_conf.setIfMissing("spark.app.name", "zoo_lite")
+    # pyspark takes the workers' interpreter from PYSPARK_PYTHON when the context starts
+    python = conf.get("spark.pyspark.python")
+    saved = os.environ.get("PYSPARK_PYTHON")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    try:
+        return SparkSession.builder.config(conf=spark_conf).getOrCreate()
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_PYTHON", None)
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
+
+
+def _check_spark_submit() -> None:
+    from pyspark import SparkConf
+
+    if SparkConf().get("spark.master") is None:
+        raise ContextError(
+            "cluster_mode='spark-submit' takes the master from spark-submit, but this process was not "
+            "launched by spark-submit; run it with spark-submit, or pick another cluster_mode such as 'local'"
+        )
+
+
+def _start_spark(settings: SparkSettings) -> _ActiveContext:
+    standalone = None
+    if settings.cluster_mode == "spark-submit":
+        _check_spark_submit()
+    if settings.cluster_mode == "standalone" and settings.master is None:
+        from zoo_lite.standalone import LoopbackStandaloneCluster
+
+        standalone = LoopbackStandaloneCluster.start(
+            num_workers=settings.num_nodes, cores=int(settings.effective_cores), memory_mb=memory_to_mb(settings.memory)
+        )
+    try:
+        master, conf = spark_master_and_conf(settings, standalone.master_url if standalone else None)
+        spark = _build_session(master, _with_quiet_jvm_logging(conf))
+        spark.sparkContext.setLogLevel(str(settings.spark_log_level).upper())
+    except BaseException:
+        if standalone is not None:
+            standalone.stop()
+        raise
+    return _ActiveContext(spark, settings, RaySettings(), owns_spark=True, standalone=standalone)
+
+
+def _adopt_running_spark(settings: SparkSettings) -> Optional[_ActiveContext]:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    running = SparkContext._active_spark_context
+    if running is None:
+        return None
+    warnings.warn(
+        f"a SparkContext (master={running.master!r}) is already running; zoo_lite uses it as it is and "
+        "ignores cluster_mode, cores, memory and conf; stop_orca_context() will leave it running",
+        stacklevel=3,
+    )
+    return _ActiveContext(SparkSession(running), settings, RaySettings(), owns_spark=False)
+
+
+def init_orca_context(
+    cluster_mode: Optional[str] = "local",
+    cores: Union[int, str, None] = None,
+    memory: str = "2g",
+    num_nodes: int = 1,
+    init_ray_on_spark: bool = False,
+    conf: Optional[Mapping[str, str]] = None,
+    **kwargs: Any,
+) -> "SparkContext":
+    """Start Spark for ``cluster_mode`` and return its SparkContext.
+
+    Parameters
+    ----------
+    cluster_mode : str, default "local"
+        ``"local"`` (``local[cores]``), ``"local-cluster"`` (``num_nodes`` executor JVMs on this
+        machine), ``"standalone"`` (``master="spark://..."``, or a loopback cluster started and
+        stopped by zoo_lite), ``"spark-submit"`` (master and conf from spark-submit),
+        ``"yarn-client"`` or ``"k8s-client"``. None means ``"local"``.
+    cores : int or "*", optional
+        Cores per executor; in local mode, the number of local cores (default all, ``"*"``).
+        Defaults: all cores locally, ``cpu_count // num_nodes`` for local-cluster, 2 elsewhere.
+    memory : str, default "2g"
+        Memory per executor; the driver's in local mode.
+    num_nodes : int, default 1
+        Number of executors (standalone workers for a loopback standalone cluster).
+    init_ray_on_spark : bool, default False
+        Also start Ray on the Spark executors.
+    conf : dict, optional
+        Extra Spark settings; they win over every default zoo_lite sets.
+    **kwargs
+        Orca's Spark options (``master``, ``spark_log_level`` (default "WARN"), ``spark_ui``
+        (default False), ``python_location``, ``driver_cores``, ``driver_memory``,
+        ``extra_executor_memory_for_ray``, ``extra_python_lib``, ``penv_archive``, ``jars``,
+        ``container_image``, ``redirect_spark_log``) and Ray options (``object_store_memory``,
+        ``env``, ``extra_params``, ``num_ray_nodes``, ``ray_node_cpu_cores``, ``include_webui``,
+        ``system_config``). Any other name is an error.
+
+    Returns
+    -------
+    pyspark.SparkContext
+        The context; a second call while one is active warns and returns the active one.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> sc = init_orca_context(cluster_mode="local", cores=2)
+    >>> sc.parallelize(range(10)).sum()
+    45
+    >>> stop_orca_context()
+    """
+    global _active, _atexit_registered
+    spark_kwargs, ray_kwargs = _split_kwargs(kwargs)
+    with _lock:
+        if _active is not None:
+            warnings.warn(
+                "init_orca_context() was called while a zoo_lite context is active; returning the "
+                "active context unchanged (call stop_orca_context() first to start a different one)",
+                stacklevel=2,
+            )
+            return _active.spark.sparkContext
+        settings = SparkSettings(
+            cluster_mode=cluster_mode or "local", cores=cores, memory=memory, num_nodes=num_nodes,
+            conf=dict(conf or {}), **spark_kwargs,
+        )
+        ray_settings = RaySettings(**ray_kwargs)
+        if init_ray_on_spark:
+            raise ContextError(
+                "init_ray_on_spark=True: Ray on Spark is not available in this zoo_lite version yet; "
+                "call init_orca_context without init_ray_on_spark"
+            )
+        context = _adopt_running_spark(settings) or _start_spark(settings)
+        context.ray_settings = ray_settings
+        _active = context
+        if not _atexit_registered:
+            atexit.register(stop_orca_context)
+            _atexit_registered = True
+        return context.spark.sparkContext
+
+
+def stop_orca_context() -> None:
+    """Stop what :func:`init_orca_context` started: Spark (if zoo_lite started it) and a loopback
+    standalone cluster. Calling it again, or with no active context, does nothing.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> _ = init_orca_context(cores=1)
+    >>> stop_orca_context()
+    >>> stop_orca_context()  # idempotent
+    """
+    global _active
+    with _lock:
+        context, _active = _active, None
+        if context is None:
+            return
+        try:
+            if context.owns_spark:
+                context.spark.stop()
+        finally:
+            if context.standalone is not None:
+                context.standalone.stop()
+
+
+def _require_active() -> _ActiveContext:
+    if _active is None:
+        raise ContextStoppedError(
+            "no zoo_lite context is active (it was never started, or stop_orca_context() was called); "
+            "call init_orca_context() first"
+        )
+    return _active
+
+
+class _OrcaContextMeta(type):
+    """Class-level settings of :class:`OrcaContext`, validated on assignment (Orca's names)."""
+
+    _pandas_read_backend = "spark"
+    _log_output = False
+    _barrier_mode = True
+    _shard_size_value: Optional[int] = None
+    _serialize_data_creator = False
+
+    @property
+    def pandas_read_backend(cls) -> str:
+        """Default ``backend`` of the pandas readers: ``"spark"`` or ``"pandas"``."""
+        return cls._pandas_read_backend
+
+    @pandas_read_backend.setter
+    def pandas_read_backend(cls, value: str) -> None:
+        if value not in _PANDAS_READ_BACKENDS:
+            raise InvalidArgumentError(
+                f"OrcaContext.pandas_read_backend={value!r} is not supported; use one of {list(_PANDAS_READ_BACKENDS)}"
+            )
+        cls._pandas_read_backend = value
+
+    @property
+    def log_output(cls) -> bool:
+        """Show the output of remote processes on the driver."""
+        return cls._log_output
+
+    @log_output.setter
+    def log_output(cls, value: bool) -> None:
+        cls._log_output = bool(value)
+
+    @property
+    def barrier_mode(cls) -> bool:
+        """Start Ray on Spark with a barrier-mode job (needs a fixed set of executors)."""
+        return cls._barrier_mode
+
+    @barrier_mode.setter
+    def barrier_mode(cls, value: bool) -> None:
+        cls._barrier_mode = bool(value)
+
+    @property
+    def _shard_size(cls) -> Optional[int]:  # type: ignore[override]
+        """Rows per shard the readers aim for; None keeps one shard per partition."""
+        return cls._shard_size_value
+
+    @_shard_size.setter
+    def _shard_size(cls, value: Optional[int]) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InvalidArgumentError(f"OrcaContext._shard_size={value!r} must be a positive integer or None")
+        cls._shard_size_value = value
+
+    @property
+    def serialize_data_creator(cls) -> bool:
+        """Run data creator functions one at a time on each node (Orca's file-lock option)."""
+        return cls._serialize_data_creator
+
+    @serialize_data_creator.setter
+    def serialize_data_creator(cls, value: bool) -> None:
+        cls._serialize_data_creator = bool(value)
+
+
+class OrcaContext(metaclass=_OrcaContextMeta):
+    """Getters for the active context, and Orca's global settings.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
+    >>> sc = init_orca_context(cores=1)
+    >>> OrcaContext.get_spark_context() is sc
+    True
+    >>> OrcaContext.pandas_read_backend = "pandas"
+    >>> OrcaContext.pandas_read_backend = "spark"
+    >>> stop_orca_context()
+    """
+
+    @staticmethod
+    def get_spark_context() -> "SparkContext":
+        """The active SparkContext; raises ContextStoppedError when there is none."""
+        return _require_active().spark.sparkContext
+
+    @staticmethod
+    def get_spark_session() -> "SparkSession":
+        """The active SparkSession; raises ContextStoppedError when there is none."""
+        return _require_active().spark
+
+    @staticmethod
+    def get_sql_context() -> "SparkSession":
+        """Orca's name for the SQL entry point; the SparkSession serves that role in Spark 4."""
+        return _require_active().spark
+
+    @staticmethod
+    def get_ray_context() -> None:
+        """The Ray context; None until Ray on Spark is started (not available in this version)."""
+        _require_active()
+        return None
+
+    @staticmethod
+    def is_active() -> bool:
+        """Whether a zoo_lite context is active."""
+        return _active is not None

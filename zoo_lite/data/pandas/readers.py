@@ -1,0 +1,463 @@
+"""read_csv, read_json and read_parquet into pandas XShards, with two backends.
+
+- ``backend="spark"`` (the default, as in Orca): Spark's readers parse the files on the executors;
+  pandas keyword arguments are translated to Spark options, and the result is converted to
+  pandas shards through Arrow. A keyword it cannot honour is an error naming it.
+- ``backend="pandas"``: the files are spread over the cores and pandas' own reader runs on each.
+
+Both give the same frame for the same files (same rows, columns and dtypes); rows come in Spark's
+scan order with the spark backend and in sorted file order with the pandas backend.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from zoo_lite.data import convert
+from zoo_lite.data.paths import PathLike, expand_paths
+from zoo_lite.data.shard import SparkXShards
+from zoo_lite.errors import DataReadError, InvalidArgumentError, raising_transportably
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["read_csv", "read_json", "read_parquet"]
+
+_BACKENDS = ("spark", "pandas")
+_CORRUPT = "_zoo_lite_corrupt_record"
+_ON_BAD_LINES = ("error", "skip", "warn")
+# pandas read_csv keyword arguments the spark backend translates; anything else is refused.
+_SPARK_CSV_KWARGS = frozenset({
+    "sep", "delimiter", "header", "names", "usecols", "dtype", "quotechar", "escapechar", "comment",
+    "nrows", "index_col", "parse_dates", "encoding", "on_bad_lines", "squeeze",
+})
+_SPARK_JSON_KWARGS = frozenset({"orient", "lines", "dtype", "nrows", "convert_dates", "encoding"})
+# pandas' rule for columns read_json converts to dates by default (keep_default_dates).
+_DATE_LIKE = re.compile(r"(_at|_time)$|^timestamp|^(modified|date|datetime)$", re.IGNORECASE)
+
+
+def _resolve_backend(backend: Optional[str]) -> str:
+    from zoo_lite.context import OrcaContext
+
+    chosen = backend or OrcaContext.pandas_read_backend
+    if chosen not in _BACKENDS:
+        raise InvalidArgumentError(f"backend={chosen!r} is not supported; use one of {list(_BACKENDS)}")
+    return chosen
+
+
+def _session() -> "SparkSession":
+    from zoo_lite.context import OrcaContext
+
+    return OrcaContext.get_spark_session()
+
+
+def _refuse_unknown(kwargs: Mapping[str, Any], allowed: frozenset, reader: str) -> None:
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise InvalidArgumentError(
+            f"{reader}(backend='spark') cannot honour the keyword argument(s) {unknown}; it translates "
+            f"{sorted(allowed)}. Use backend='pandas' to pass any pandas keyword argument"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# pandas backend: pandas' own reader over files spread across the cores
+# ---------------------------------------------------------------------------------------------
+
+def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
+    session = _session()
+    sc = session.sparkContext
+    num_partitions = min(len(files), sc.defaultParallelism)
+
+    @raising_transportably
+    def read_partition(paths: Iterator[str]) -> list[pd.DataFrame]:
+        frames = []
+        for path in paths:
+            try:
+                frames.append(reader(path, **kwargs))
+            except (ValueError, OSError) as error:
+                hint = "; pass on_bad_lines='skip' to drop malformed rows" if isinstance(error, pd.errors.ParserError) else ""
+                raise DataReadError(f"{argument}: reading {path!r} failed: {type(error).__name__}: {str(error).strip()}{hint}") from error
+        if not frames:
+            return []
+        return [pd.concat(frames, ignore_index=_all_default_index(frames)) if len(frames) > 1 else frames[0]]
+
+    # parallelize cuts the sorted file list into contiguous slices, so file order is kept
+    return SparkXShards(sc.parallelize(files, num_partitions).mapPartitions(read_partition))
+
+
+def _all_default_index(frames: Sequence[pd.DataFrame]) -> bool:
+    return all(isinstance(frame.index, pd.RangeIndex) for frame in frames)
+
+
+def _first_rows(shards: SparkXShards, nrows: int) -> SparkXShards:
+    """The first ``nrows`` rows of shards that hold one frame per partition, in partition order."""
+    lengths = shards._gather(len)
+    budgets = np.clip(nrows - np.concatenate([[0], np.cumsum(lengths)[:-1]]), 0, lengths).astype(int).tolist()
+
+    def head(index: int, frames: Iterator[pd.DataFrame]) -> list[pd.DataFrame]:
+        return [frame.head(budgets[index]) for frame in frames]
+
+    return SparkXShards(shards.rdd.mapPartitionsWithIndex(head, preservesPartitioning=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# spark backend: shared post-processing into pandas' conventions
+# ---------------------------------------------------------------------------------------------
+
+def _pandas_conventions(df: pd.DataFrame, dtype: Any, parse_dates: Sequence[Hashable], index_col: Any) -> pd.DataFrame:
+    """Make a frame from Spark look as pandas' reader makes it: NaN for missing strings, the
+    requested dtypes and dates, and the index column."""
+    for column in df.columns[df.dtypes == object]:
+        values = df[column]
+        if values.isna().any():
+            df[column] = values.where(values.notna(), np.nan)
+    if dtype is not None:
+        try:
+            df = df.astype(dtype)
+        except (ValueError, TypeError, KeyError) as error:
+            raise InvalidArgumentError(f"dtype={dtype!r} cannot be applied: {error}") from error
+    for column in parse_dates:
+        df[column] = pd.to_datetime(df[column])
+    if index_col is not None and index_col is not False:
+        keys = index_col if isinstance(index_col, list) else [index_col]
+        names = [df.columns[key] if isinstance(key, int) else key for key in keys]
+        df = df.set_index(names)
+    return df
+
+
+def _spark_shards(df: "SparkDataFrame", post: Callable[[pd.DataFrame], pd.DataFrame]) -> SparkXShards:
+    shards = SparkXShards.from_spark_df(df)
+    return SparkXShards(shards.rdd.map(raising_transportably(post), preservesPartitioning=True))
+
+
+def _string_type_for_pandas(spark_type: "DataType") -> "DataType":
+    """Spark infers dates and timestamps from text; pandas leaves them text unless parse_dates asks."""
+    from pyspark.sql.types import DateType, IntegerType, LongType, StringType, TimestampNTZType, TimestampType
+
+    if isinstance(spark_type, (DateType, TimestampType, TimestampNTZType)):
+        return StringType()
+    if isinstance(spark_type, IntegerType):
+        return LongType()  # pandas reads integers as int64
+    return spark_type
+
+
+def _spark_type_of(pandas_dtype: Any) -> Optional["DataType"]:
+    """The Spark type to read a column as so that ``astype(pandas_dtype)`` gives pandas' answer."""
+    from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType
+
+    kind = np.dtype(pandas_dtype).kind if not isinstance(pandas_dtype, str) or pandas_dtype not in ("category", "string") else "O"
+    return {"O": StringType(), "U": StringType(), "S": StringType(), "i": LongType(), "u": LongType(),
+            "f": DoubleType(), "b": BooleanType()}.get(kind)
+
+
+def _dtype_by_name(dtype: Any, columns: Sequence[str]) -> dict[str, Any]:
+    if dtype is None:
+        return {}
+    if not isinstance(dtype, Mapping):
+        return {column: dtype for column in columns}
+    by_name = {}
+    for key, value in dtype.items():
+        name = columns[key] if isinstance(key, int) and key not in columns else key
+        if name not in columns:
+            raise InvalidArgumentError(f"dtype={dict(dtype)!r}: column {key!r} is not in the file's columns {list(columns)}")
+        by_name[name] = value
+    return by_name
+
+
+def _read_schema(inferred: "StructType", dtype: Mapping[str, Any], parse_dates: Sequence[str]) -> "StructType":
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    fields = []
+    for field in inferred.fields:
+        spark_type = _string_type_for_pandas(field.dataType)
+        if field.name in dtype:
+            spark_type = _spark_type_of(dtype[field.name]) or spark_type
+        if field.name in parse_dates:
+            spark_type = StringType()
+        fields.append(StructField(field.name, spark_type, True))
+    return StructType(fields)
+
+
+def _select_usecols(columns: list[str], usecols: Any) -> list[str]:
+    if usecols is None:
+        return columns
+    if callable(usecols):
+        return [column for column in columns if usecols(column)]
+    chosen = []
+    for item in usecols:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            if not 0 <= item < len(columns):
+                raise InvalidArgumentError(f"usecols={list(usecols)!r}: position {item} is outside the {len(columns)} columns")
+            chosen.append(columns[item])
+        elif item in columns:
+            chosen.append(item)
+        else:
+            raise InvalidArgumentError(f"usecols={list(usecols)!r}: column {item!r} is not in the file's columns {columns}")
+    return [column for column in columns if column in chosen]  # pandas keeps file order
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV, spark backend
+# ---------------------------------------------------------------------------------------------
+
+def _csv_header(header: Any, names: Any) -> bool:
+    if header == "infer":
+        return names is None
+    if header == 0:
+        return True
+    if header is None:
+        return False
+    raise InvalidArgumentError(f"header={header!r}: backend='spark' reads header='infer', 0 or None; use backend='pandas'")
+
+
+def _single_char(value: Any, argument: str) -> str:
+    if not isinstance(value, str) or len(value) != 1:
+        raise InvalidArgumentError(f"{argument}={value!r} must be a single character")
+    return value
+
+
+def _csv_options(kwargs: Mapping[str, Any], header: bool) -> dict[str, str]:
+    options = {"header": str(header).lower(), "sep": kwargs.get("sep", kwargs.get("delimiter", ",")),
+               "quote": _single_char(kwargs.get("quotechar", '"'), "quotechar"),
+               "encoding": kwargs.get("encoding") or "UTF-8", "enforceSchema": "false"}
+    if kwargs.get("escapechar") is not None:
+        options["escape"] = _single_char(kwargs["escapechar"], "escapechar")
+    else:
+        options["escape"] = options["quote"]  # pandas' doublequote=True: "" inside quotes is one quote
+    if kwargs.get("comment") is not None:
+        options["comment"] = _single_char(kwargs["comment"], "comment")
+    return options
+
+
+def _count_fields(line: str, options: Mapping[str, str]) -> int:
+    return len(next(csv.reader(io.StringIO(line), delimiter=options["sep"], quotechar=options["quote"]), []))
+
+
+def _screen_bad_lines(df: pd.DataFrame, width: int, options: Mapping[str, str], on_bad_lines: str) -> pd.DataFrame:
+    """Apply pandas' on_bad_lines to rows Spark flagged: a row with more fields than the header is
+    an error (or dropped with 'skip'/'warn'); a shorter row is kept with missing values, as pandas does."""
+    flagged = df[_CORRUPT].notna()
+    keep = np.ones(len(df), dtype=bool)
+    for position in np.flatnonzero(flagged.to_numpy()):
+        line = df[_CORRUPT].iat[position]
+        fields = _count_fields(line, options)
+        if fields > width:
+            if on_bad_lines == "error":
+                raise DataReadError(
+                    f"on_bad_lines='error': a row has {fields} fields where the header has {width}: {line!r}; "
+                    "pass on_bad_lines='skip' to drop such rows"
+                )
+            keep[position] = False
+        elif fields == width:
+            raise DataReadError(
+                f"a value in row {line!r} does not parse as its column's type; check dtype=, or read the column as str"
+            )
+    return df.loc[keep].drop(columns=[_CORRUPT])
+
+
+def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    _refuse_unknown(kwargs, _SPARK_CSV_KWARGS, "read_csv")
+    if kwargs.get("squeeze"):
+        raise InvalidArgumentError("squeeze=True is gone from pandas 2; select the column after reading")
+    names, header = kwargs.get("names"), _csv_header(kwargs.get("header", "infer"), kwargs.get("names"))
+    on_bad_lines = kwargs.get("on_bad_lines", "error")
+    if on_bad_lines not in _ON_BAD_LINES:
+        raise InvalidArgumentError(f"on_bad_lines={on_bad_lines!r}: backend='spark' takes one of {list(_ON_BAD_LINES)}")
+    parse_dates = list(kwargs.get("parse_dates") or [])
+    options = _csv_options(kwargs, header)
+    reader = _session().read.options(**options)
+    if isinstance(names, str):  # Orca: a DDL string is the schema
+        inferred = _session().createDataFrame([], names).schema
+    else:
+        inferred = reader.option("inferSchema", "true").csv(files).schema
+        if names is not None:
+            if len(names) != len(inferred.fields):
+                raise InvalidArgumentError(f"names={list(names)!r} has {len(names)} names but the files have {len(inferred.fields)} columns")
+            inferred = StructType([StructField(str(n), f.dataType, True) for n, f in zip(names, inferred.fields)])
+    columns = [field.name for field in inferred.fields]
+    dtype = _dtype_by_name(kwargs.get("dtype"), columns)
+    schema = _read_schema(inferred, dtype, parse_dates)
+    width = len(schema.fields)
+    with_corrupt = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
+    df = reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT).csv(files)
+    df = df.select(*_select_usecols(columns, kwargs.get("usecols")), _CORRUPT)
+    if kwargs.get("nrows") is not None:
+        df = df.limit(_nrows(kwargs["nrows"]))
+    post = functools.partial(_csv_post, width=width, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
+                             parse_dates=parse_dates, index_col=kwargs.get("index_col"))
+    return _spark_shards(df, post)
+
+
+def _csv_post(df: pd.DataFrame, width: int, options: Mapping[str, str], on_bad_lines: str, dtype: Any,
+              parse_dates: Sequence[Hashable], index_col: Any) -> pd.DataFrame:
+    df = _screen_bad_lines(df, width, options, on_bad_lines)
+    return _pandas_conventions(df.reset_index(drop=True), dtype, parse_dates, index_col)
+
+
+def _nrows(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InvalidArgumentError(f"nrows={value!r} must be a non-negative integer")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON, spark backend
+# ---------------------------------------------------------------------------------------------
+
+def _first_record_keys(path: str, lines: bool) -> list[str]:
+    import fsspec
+
+    with fsspec.open(path, "rt") as handle:
+        if lines:
+            for line in handle:
+                if line.strip():
+                    return list(json.loads(line))
+            return []
+        records = json.load(handle)
+        return list(records[0]) if isinstance(records, list) and records else []
+
+
+def _read_json_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
+    _refuse_unknown(kwargs, _SPARK_JSON_KWARGS, "read_json")
+    lines, orient = bool(kwargs.get("lines", False)), kwargs.get("orient")
+    if not lines and orient != "records":
+        raise InvalidArgumentError(
+            f"orient={orient!r}, lines={lines}: backend='spark' reads JSON Lines (lines=True) or an array of "
+            "records (orient='records'); use backend='pandas' for other layouts"
+        )
+    inferred = _session().read.json(files, multiLine=not lines).schema
+    first_keys = _first_record_keys(files[0], lines)
+    names = [field.name for field in inferred.fields]
+    ordered = [key for key in first_keys if key in names] + [name for name in names if name not in first_keys]
+    dtype = _dtype_by_name(kwargs.get("dtype") if isinstance(kwargs.get("dtype"), (Mapping, type(None))) else None, names)
+    convert_dates = kwargs.get("convert_dates", True)
+    dates = list(convert_dates) if isinstance(convert_dates, (list, tuple)) else (
+        [name for name in ordered if _DATE_LIKE.search(name)] if convert_dates else []
+    )
+    schema = _read_schema(inferred, dtype, dates)
+    df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*ordered)
+    if kwargs.get("nrows") is not None:
+        df = df.limit(_nrows(kwargs["nrows"]))
+    post = functools.partial(_pandas_conventions, dtype=dtype or None, parse_dates=dates, index_col=None)
+    return _spark_shards(df, post)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public readers
+# ---------------------------------------------------------------------------------------------
+
+def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
+    """Read CSV files into pandas XShards.
+
+    Parameters
+    ----------
+    file_path : str or list of str
+        A file, a folder, a glob, or a list of them; local, ``file://``, ``hdfs://`` or ``s3://``.
+    backend : {"spark", "pandas"}, optional
+        Default ``OrcaContext.pandas_read_backend`` ("spark").
+    **kwargs
+        pandas ``read_csv`` arguments. The spark backend translates ``sep``/``delimiter``,
+        ``header`` ('infer', 0, None), ``names`` (list, or a DDL schema string), ``usecols``,
+        ``dtype``, ``quotechar``, ``escapechar``, ``comment``, ``nrows``, ``index_col``,
+        ``parse_dates`` (list of columns), ``encoding`` and ``on_bad_lines``; others are an error.
+
+    Returns
+    -------
+    SparkXShards
+        One pandas DataFrame per partition.
+
+    Raises
+    ------
+    DataReadError
+        A path does not exist, a folder is empty, or (at the first action) a row has more fields
+        than the header while ``on_bad_lines='error'``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite.data.pandas import read_csv
+    >>> _ = init_orca_context(cores=2)
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "part.csv").write_text("location,value\\nparis,1\\nlyon,2\\n")
+    >>> shards = read_csv(str(folder))
+    >>> shards.concat_to_pdf()["value"].sum()
+    np.int64(3)
+    >>> stop_orca_context()
+    """
+    files = expand_paths(file_path, "file_path")
+    if _resolve_backend(backend) == "pandas":
+        nrows = kwargs.get("nrows")
+        shards = _read_files_with_pandas(files, pd.read_csv, kwargs, "read_csv")
+        return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+    return _read_csv_spark(files, dict(kwargs))
+
+
+def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
+    """Read JSON files into pandas XShards.
+
+    The spark backend reads JSON Lines (``lines=True``) or arrays of records
+    (``orient="records"``) and translates ``dtype``, ``nrows``, ``convert_dates`` and ``encoding``;
+    the pandas backend passes every argument to ``pandas.read_json``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite.data.pandas import read_json
+    >>> _ = init_orca_context(cores=2)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.json"
+    >>> _ = path.write_text('{"a": 1, "b": "x"}\\n{"a": 2, "b": "y"}\\n')
+    >>> list(read_json(str(path), lines=True).concat_to_pdf().columns)
+    ['a', 'b']
+    >>> stop_orca_context()
+    """
+    files = expand_paths(file_path, "file_path")
+    if _resolve_backend(backend) == "pandas":
+        nrows = kwargs.get("nrows")
+        shards = _read_files_with_pandas(files, pd.read_json, kwargs, "read_json")
+        return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+    return _read_json_spark(files, dict(kwargs))
+
+
+def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
+    """Read Parquet files into pandas XShards; ``columns`` selects columns.
+
+    The spark backend passes ``kwargs`` as Spark reader options; the pandas backend passes them to
+    ``pandas.read_parquet``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite.data.pandas import read_parquet
+    >>> _ = init_orca_context(cores=2)
+    >>> path = str(pathlib.Path(tempfile.mkdtemp()) / "t.parquet")
+    >>> pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}).to_parquet(path)
+    >>> read_parquet(path, columns=["b"]).concat_to_pdf()["b"].tolist()
+    [0.5, 1.5]
+    >>> stop_orca_context()
+    """
+    files = expand_paths(file_path, "file_path")
+    if _resolve_backend(backend) == "pandas":
+        return _read_files_with_pandas(files, pd.read_parquet, dict(kwargs, columns=columns), "read_parquet")
+    df = _session().read.options(**{k: str(v) for k, v in kwargs.items()}).parquet(*files)
+    if columns is not None:
+        missing = [column for column in columns if column not in df.columns]
+        if missing:
+            raise InvalidArgumentError(f"columns={list(columns)!r}: {missing} not in the files' columns {df.columns}")
+        df = df.select(*columns)
+    return SparkXShards.from_spark_df(df)

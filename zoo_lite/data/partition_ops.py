@@ -1,0 +1,383 @@
+"""Pure per-shard functions behind every :class:`~zoo_lite.data.shard.SparkXShards` method.
+
+Nothing here knows about Spark: each function takes shards (pandas objects, NumPy arrays, or
+nested dicts/lists/tuples of them) and returns shards, pieces or small summaries, so all of it is
+tested without a cluster. A "row tree" is a pandas object, an ndarray, or a non-empty dict, list or
+tuple whose leaves are all row trees of the same length; its rows are its first axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, ShardMismatchError
+
+Shard = Any
+Piece = tuple[int, Shard]
+
+__all__ = [
+    "is_row_tree",
+    "num_rows",
+    "shard_length",
+    "tree_leaves",
+    "slice_rows",
+    "concat_shards",
+    "split_into_shards",
+    "even_pieces",
+    "hash_pieces",
+    "key_hash",
+    "check_columns",
+    "require_pandas",
+    "unique_values",
+    "combine_unique",
+    "schema_of",
+    "moments",
+    "combine_moments",
+    "null_counts",
+    "zip_shard_lists",
+    "split_tuple_shard",
+    "sample_shard",
+    "group_aggregate",
+    "merge_shards",
+    "deduplicate",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Row trees: pandas / ndarray leaves nested in dicts, lists and tuples
+# ---------------------------------------------------------------------------------------------
+
+def _is_leaf(value: Any) -> bool:
+    return isinstance(value, (pd.DataFrame, pd.Series, np.ndarray)) and getattr(value, "ndim", 1) >= 1
+
+
+def is_row_tree(shard: Shard) -> bool:
+    """Whether ``shard`` has rows: a pandas object, an ndarray, or a nest of them."""
+    if _is_leaf(shard):
+        return True
+    if isinstance(shard, dict) and shard:
+        return all(is_row_tree(value) for value in shard.values())
+    if isinstance(shard, (list, tuple)) and shard:
+        return all(is_row_tree(value) for value in shard)
+    return False
+
+
+def tree_leaves(tree: Shard, path: str = "") -> list[tuple[str, Any]]:
+    """``(path, leaf)`` pairs of a nest, paths like ``"['x'][0]"``; a leaf is anything not nested."""
+    if isinstance(tree, dict):
+        return [pair for key, value in tree.items() for pair in tree_leaves(value, f"{path}[{key!r}]")]
+    if isinstance(tree, (list, tuple)):
+        return [pair for index, value in enumerate(tree) for pair in tree_leaves(value, f"{path}[{index}]")]
+    return [(path, tree)]
+
+
+def _tree_map(func: Callable[..., Any], *trees: Shard) -> Shard:
+    first = trees[0]
+    if isinstance(first, dict):
+        return {key: _tree_map(func, *(tree[key] for tree in trees)) for key in first}
+    if isinstance(first, (list, tuple)):
+        mapped = [_tree_map(func, *(tree[i] for tree in trees)) for i in range(len(first))]
+        return tuple(mapped) if isinstance(first, tuple) else mapped
+    return func(*trees)
+
+
+def num_rows(shard: Shard) -> Optional[int]:
+    """Rows of a row tree (its first leaf's length), or None for any other object."""
+    if not is_row_tree(shard):
+        return None
+    return len(tree_leaves(shard)[0][1])
+
+
+def shard_length(shard: Shard) -> int:
+    """What ``len(xshards)`` counts for one shard: rows of a row tree, else ``len`` or 1."""
+    rows = num_rows(shard)
+    if rows is not None:
+        return rows
+    try:
+        return len(shard)
+    except TypeError:
+        return 1
+
+
+def slice_rows(shard: Shard, start: int, stop: int) -> Shard:
+    """Rows ``start:stop`` of every leaf."""
+    return _tree_map(lambda leaf: leaf.iloc[start:stop] if isinstance(leaf, (pd.DataFrame, pd.Series)) else leaf[start:stop], shard)
+
+
+def _take_rows(shard: Shard, positions: np.ndarray) -> Shard:
+    return _tree_map(lambda leaf: leaf.take(positions) if isinstance(leaf, (pd.DataFrame, pd.Series)) else leaf[positions], shard)
+
+
+def _has_default_index(leaf: Union[pd.DataFrame, pd.Series]) -> bool:
+    return isinstance(leaf.index, pd.RangeIndex) or (leaf.index.name is None and leaf.index.dtype.kind in "iu" and not isinstance(leaf.index, pd.MultiIndex))
+
+
+def _concat_leaves(*leaves: Any) -> Any:
+    if isinstance(leaves[0], (pd.DataFrame, pd.Series)):
+        ignore_index = all(_has_default_index(leaf) for leaf in leaves)
+        return pd.concat(leaves, ignore_index=ignore_index) if len(leaves) > 1 else (
+            leaves[0].reset_index(drop=True) if ignore_index else leaves[0]
+        )
+    return np.concatenate(leaves) if len(leaves) > 1 else leaves[0]
+
+
+def concat_shards(shards: Sequence[Shard]) -> list[Shard]:
+    """Join pieces of one partition into one shard; non-row-tree shards are kept as they are.
+
+    Pandas pieces keep their index unless every piece has a default integer index, in which case
+    the result gets a fresh RangeIndex.
+    """
+    row_trees = [shard for shard in shards if is_row_tree(shard)]
+    others = [shard for shard in shards if not is_row_tree(shard)]
+    if not row_trees:
+        return others
+    return [_tree_map(_concat_leaves, *row_trees), *others]
+
+
+def split_into_shards(data: Shard, num_shards: int) -> list[Shard]:
+    """Split a row tree along its first axis into ``num_shards`` nearly equal shards.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``data`` is not a row tree, or has fewer rows than ``num_shards``.
+    ShardMismatchError
+        The leaves have different numbers of rows (ragged leaves).
+    """
+    if not is_row_tree(data):
+        raise InvalidArgumentError(
+            f"data of type {type(data).__name__} cannot be partitioned; pass an ndarray, a pandas "
+            "object, or a dict/list/tuple whose leaves are ndarrays"
+        )
+    lengths = {path or "data": len(leaf) for path, leaf in tree_leaves(data)}
+    if len(set(lengths.values())) > 1:
+        raise ShardMismatchError(
+            f"data has leaves with different numbers of rows {lengths}; every leaf must have the same first dimension"
+        )
+    rows = next(iter(lengths.values()))
+    if rows < num_shards:
+        raise InvalidArgumentError(
+            f"num_shards={num_shards} is more than the {rows} rows of data; pass num_shards <= {rows}"
+        )
+    bounds = np.linspace(0, rows, num_shards + 1).astype(int)
+    return [slice_rows(data, int(bounds[i]), int(bounds[i + 1])) for i in range(num_shards)]
+
+
+def even_pieces(shard: Shard, num_partitions: int, partition_index: int) -> list[Piece]:
+    """Cut a row tree into ``num_partitions`` contiguous pieces, piece j going to partition
+    ``(j + partition_index) % num_partitions`` so that small shards do not all land on partition 0.
+    Other objects go whole to one partition."""
+    rows = num_rows(shard)
+    if rows is None:
+        return [(partition_index % num_partitions, shard)]
+    bounds = np.linspace(0, rows, num_partitions + 1).astype(int)
+    return [
+        ((j + partition_index) % num_partitions, slice_rows(shard, int(bounds[j]), int(bounds[j + 1])))
+        for j in range(num_partitions)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# pandas shards
+# ---------------------------------------------------------------------------------------------
+
+def require_pandas(shard: Shard, operation: str) -> pd.DataFrame:
+    """Return ``shard`` if it is a DataFrame, else raise an error naming the operation."""
+    if not isinstance(shard, pd.DataFrame):
+        raise InvalidArgumentError(
+            f"{operation} needs pandas DataFrame shards, but a shard is a {type(shard).__name__}; "
+            "convert the shards with transform_shard first"
+        )
+    return shard
+
+
+def check_columns(df: pd.DataFrame, columns: Sequence[Hashable], argument: str) -> None:
+    """Raise ColumnNotFoundError naming ``argument`` if a column is missing from ``df``."""
+    missing = [column for column in columns if column not in df.columns]
+    if missing:
+        raise ColumnNotFoundError(
+            f"{argument}={list(columns)!r}: column(s) {missing} not found; the shards have columns {list(df.columns)}"
+        )
+
+
+def _normalized_key(column: pd.Series) -> pd.Series:
+    """A key column in a dtype-independent form, so equal values hash equally in every shard
+    (an int 1 in one shard and a float 1.0 in another where NaN forced a float column)."""
+    if pd.api.types.is_bool_dtype(column.dtype) or pd.api.types.is_numeric_dtype(column.dtype):
+        values = column.to_numpy(dtype="float64", na_value=np.nan) + 0.0  # -0.0 becomes 0.0
+        values[np.isnan(values)] = np.nan  # one NaN bit pattern
+        return pd.Series(values, copy=False)
+    if pd.api.types.is_datetime64_any_dtype(column.dtype):
+        return pd.Series(column.to_numpy(dtype="datetime64[ns]").view("int64"), copy=False)
+    values = column.astype(object)
+    return values.where(values.notna(), None).reset_index(drop=True)
+
+
+def key_hash(df: pd.DataFrame, columns: Sequence[Hashable]) -> np.ndarray:
+    """A deterministic uint64 hash of each row's key, the same in every process and shard."""
+    keys = pd.DataFrame({i: _normalized_key(df[column]) for i, column in enumerate(columns)})
+    return pd.util.hash_pandas_object(keys, index=False, categorize=True).to_numpy()
+
+
+def hash_pieces(df: pd.DataFrame, columns: Sequence[Hashable], num_partitions: int, argument: str = "cols") -> list[Piece]:
+    """Split a frame into one piece per target partition by key hash: a stable sort by target and
+    slices, so each row is copied once. Every target gets a piece, empty ones keeping the columns."""
+    require_pandas(df, "partition_by")
+    check_columns(df, columns, argument)
+    targets = (key_hash(df, columns) % np.uint64(num_partitions)).astype(np.int64)
+    order = np.argsort(targets, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(targets, minlength=num_partitions))])
+    ordered = df.take(order)
+    return [(target, ordered.iloc[bounds[target]:bounds[target + 1]]) for target in range(num_partitions)]
+
+
+def unique_values(shard: Shard) -> np.ndarray:
+    """Distinct values of a Series shard, in order of first appearance."""
+    if not isinstance(shard, pd.Series):
+        raise InvalidArgumentError(
+            f"unique() needs Series shards, but a shard is a {type(shard).__name__}; "
+            "select one column first, as in shards['column'].unique()"
+        )
+    return pd.unique(shard)
+
+
+def combine_unique(per_shard: Iterable[np.ndarray]) -> np.ndarray:
+    """Distinct values over all shards, in order of first appearance."""
+    arrays = [np.asarray(values) for values in per_shard]
+    if not arrays:
+        return np.array([])
+    return pd.unique(np.concatenate(arrays))
+
+
+def schema_of(shard: Shard) -> dict[str, Any]:
+    """A description of a shard's layout: columns and dtypes for pandas, dtype and per-row shape
+    for every leaf of a row tree, else the type name."""
+    if isinstance(shard, pd.DataFrame):
+        return {"type": "pandas", "columns": list(shard.columns), "dtypes": {c: str(t) for c, t in shard.dtypes.items()}}
+    if isinstance(shard, pd.Series):
+        return {"type": "series", "name": shard.name, "dtype": str(shard.dtype)}
+    if is_row_tree(shard):
+        return {
+            "type": "ndarray",
+            "leaves": {path or "data": {"dtype": str(leaf.dtype), "shape": (None, *np.shape(leaf)[1:])} for path, leaf in tree_leaves(shard)},
+        }
+    return {"type": type(shard).__name__}
+
+
+def moments(df: pd.DataFrame, columns: Optional[Sequence[Hashable]]) -> pd.DataFrame:
+    """Per-column count, mean, M2 (sum of squared deviations), min and max of numeric columns."""
+    require_pandas(df, "describe")
+    if columns is not None:
+        check_columns(df, columns, "cols")
+        df = df[list(columns)]
+    numeric = df.select_dtypes(include="number")
+    stats = pd.DataFrame({
+        "count": numeric.count(),
+        "mean": numeric.mean(),
+        "min": numeric.min(),
+        "max": numeric.max(),
+    })
+    stats["m2"] = ((numeric - stats["mean"]) ** 2).sum()
+    return stats
+
+
+def combine_moments(per_shard: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Merge per-shard moments exactly (Chan et al.'s parallel variance) into describe()'s rows:
+    count, mean, std (sample), min, max."""
+    total: Optional[pd.DataFrame] = None
+    for stats in per_shard:
+        stats = stats.fillna({"mean": 0.0, "m2": 0.0})
+        if total is None:
+            total = stats.copy()
+            continue
+        n_a, n_b = total["count"], stats["count"]
+        n = n_a + n_b
+        delta = stats["mean"] - total["mean"]
+        safe_n = n.where(n > 0, 1)
+        total["mean"] = total["mean"] + delta * n_b / safe_n
+        total["m2"] = total["m2"] + stats["m2"] + delta ** 2 * n_a * n_b / safe_n
+        total["min"] = pd.concat([total["min"], stats["min"]], axis=1).min(axis=1)
+        total["max"] = pd.concat([total["max"], stats["max"]], axis=1).max(axis=1)
+        total["count"] = n
+    if total is None:
+        return pd.DataFrame(index=["count", "mean", "std", "min", "max"])
+    count = total["count"]
+    std = np.sqrt(total["m2"] / (count - 1).where(count > 1))
+    mean = total["mean"].where(count > 0)
+    return pd.DataFrame({"count": count.astype(float), "mean": mean, "std": std, "min": total["min"], "max": total["max"]}).T
+
+
+def null_counts(df: pd.DataFrame) -> pd.Series:
+    """Missing values per column of one shard."""
+    return require_pandas(df, "get_null_sum").isnull().sum()
+
+
+def zip_shard_lists(partition_index: int, left: list[Shard], right: list[Shard]) -> list[tuple[Shard, Shard]]:
+    """Pair the shards of one partition of two collections, checking counts line up."""
+    if len(left) != len(right):
+        raise ShardMismatchError(
+            f"zip: partition {partition_index} holds {len(left)} shard(s) on the left and {len(right)} on "
+            "the right; zip needs collections with the same partitioning (e.g. one made from the other "
+            "by transform_shard)"
+        )
+    for left_shard, right_shard in zip(left, right):
+        left_rows, right_rows = num_rows(left_shard), num_rows(right_shard)
+        if left_rows is not None and right_rows is not None and left_rows != right_rows:
+            raise ShardMismatchError(
+                f"zip: partition {partition_index} has {left_rows} row(s) on the left and {right_rows} on the "
+                "right; zip needs shards with equal row counts"
+            )
+    return list(zip(left, right))
+
+
+def split_tuple_shard(shard: Shard, expected_length: int) -> tuple[Shard, ...]:
+    """Check that a shard is a list/tuple of ``expected_length`` items and return them."""
+    if not isinstance(shard, (list, tuple)):
+        raise InvalidArgumentError(f"split() needs list or tuple shards, but a shard is a {type(shard).__name__}")
+    if len(shard) != expected_length:
+        raise ShardMismatchError(
+            f"split(): shards have different lengths ({expected_length} and {len(shard)}); every shard must "
+            "have the same number of items"
+        )
+    return tuple(shard)
+
+
+def sample_shard(df: pd.DataFrame, frac: float, replace: bool, seed: Optional[int], partition_index: int) -> pd.DataFrame:
+    """A row sample of one shard; with a seed, each partition draws from its own derived stream."""
+    require_pandas(df, "sample")
+    random_state = None if seed is None else np.random.default_rng([seed, partition_index]).integers(2**32)
+    return df.sample(frac=frac, replace=replace, random_state=random_state)
+
+
+def group_aggregate(df: pd.DataFrame, columns: Sequence[Hashable], agg: Any, join: bool) -> pd.DataFrame:
+    """``groupby(columns).agg(agg)`` of one shard holding every row of its groups; with
+    ``join``, the aggregates joined back onto the rows (suffix ``_agg`` on clashes)."""
+    require_pandas(df, "group_by")
+    check_columns(df, columns, "columns")
+    grouped = df.groupby(list(columns), dropna=False).agg(agg)
+    if isinstance(grouped.columns, pd.MultiIndex):
+        grouped.columns = ["_".join(str(level) for level in column) for column in grouped.columns]
+    grouped = grouped.reset_index()
+    if not join:
+        return grouped
+    return df.merge(grouped, on=list(columns), how="left", suffixes=("", "_agg"))
+
+
+def merge_shards(partition_index: int, left: list[pd.DataFrame], right: list[pd.DataFrame], how: str, on: Sequence[Hashable]) -> list[pd.DataFrame]:
+    """``pd.merge`` of the co-partitioned left and right shards of one partition. A side with no
+    shard at all (a collection with no shards) contributes no rows."""
+    if not left or not right:
+        kept = left if how in ("left", "outer") else right if how in ("right", "outer") else []
+        return concat_shards(kept) if kept else []
+    left_df, right_df = concat_shards(left)[0], concat_shards(right)[0]
+    check_columns(left_df, on, "on")
+    check_columns(right_df, on, "on")
+    return [left_df.merge(right_df, how=how, on=list(on))]
+
+
+def deduplicate(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop duplicate rows of a shard that holds every copy of its rows."""
+    return require_pandas(df, "deduplicates").drop_duplicates()

@@ -1,0 +1,155 @@
+"""The zoo_lite error hierarchy.
+
+Every error a user can see from zoo_lite is a :class:`ZooLiteError`. Errors are picklable, because
+they are raised on Spark executors (and later Ray actors) and re-raised on the driver: an error
+raised inside a partition function travels back as itself, with its class and attributes intact,
+through :func:`encode_remote_error` / :func:`decode_remote_error`.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import pickle
+import re
+import traceback
+from typing import Any, Callable, Optional, TypeVar
+
+__all__ = [
+    "ZooLiteError",
+    "ContextError",
+    "ContextStoppedError",
+    "ClusterStartError",
+    "InvalidArgumentError",
+    "ColumnNotFoundError",
+    "ShardMismatchError",
+    "DataReadError",
+    "ShardFunctionError",
+    "RemoteError",
+    "encode_remote_error",
+    "decode_remote_error",
+    "raising_transportably",
+]
+
+
+class ZooLiteError(Exception):
+    """Base class of every error zoo_lite raises on purpose."""
+
+
+class ContextError(ZooLiteError):
+    """The Orca context is misconfigured, or an operation needs one that is not there."""
+
+
+class ContextStoppedError(ContextError):
+    """An operation needs an active context, but none is active (never started, or stopped)."""
+
+
+class ClusterStartError(ContextError):
+    """A process zoo_lite starts (a standalone Spark daemon, later Ray) failed to come up."""
+
+
+class InvalidArgumentError(ZooLiteError, ValueError):
+    """An argument has a value zoo_lite cannot work with; the message names both."""
+
+
+class ColumnNotFoundError(InvalidArgumentError):
+    """A column named in an argument is not in the data."""
+
+
+class ShardMismatchError(InvalidArgumentError):
+    """Two collections, or the leaves of one shard, do not line up (partition or row counts)."""
+
+
+class DataReadError(ZooLiteError):
+    """A reader could not read its input: missing path, empty folder, malformed file."""
+
+
+class ShardFunctionError(ZooLiteError):
+    """A user function failed on one shard.
+
+    Attributes
+    ----------
+    partition_index : int
+        Index of the partition whose shard the function failed on.
+    function_name : str
+        Name of the user function.
+    original : BaseException
+        The exception the user function raised; also kept as ``__cause__``.
+    """
+
+    def __init__(self, partition_index: int, function_name: str, original: BaseException) -> None:
+        self.partition_index = partition_index
+        self.function_name = function_name
+        self.original = original
+        super().__init__(
+            f"function {function_name!r} failed on partition {partition_index}: "
+            f"{type(original).__name__}: {original}"
+        )
+        self.__cause__ = original
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.partition_index, self.function_name, self.original))
+
+
+class RemoteError(ZooLiteError):
+    """Stands in for a remote exception that could not be pickled; keeps its type, text and traceback."""
+
+    def __init__(self, type_name: str, message: str, remote_traceback: str) -> None:
+        self.type_name = type_name
+        self.message = message
+        self.remote_traceback = remote_traceback
+        super().__init__(f"{type_name}: {message}\nremote traceback:\n{remote_traceback}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.type_name, self.message, self.remote_traceback))
+
+
+_MARKER_RE = re.compile(r"<<zoo_lite-error:([A-Za-z0-9+/=]+)>>")
+
+
+def encode_remote_error(error: BaseException) -> str:
+    """Wrap ``error`` in a text marker that survives Spark's stringified remote tracebacks."""
+    try:
+        payload = pickle.dumps(error)
+        pickle.loads(payload)  # an exception may pickle but not unpickle (custom __init__)
+    except Exception:
+        stand_in = RemoteError(type(error).__name__, str(error), "".join(traceback.format_exception(error)))
+        payload = pickle.dumps(stand_in)
+    return f"<<zoo_lite-error:{base64.b64encode(payload).decode('ascii')}>>"
+
+
+def decode_remote_error(text: str) -> Optional[BaseException]:
+    """Return the exception encoded in ``text`` by :func:`encode_remote_error`, or None."""
+    match = _MARKER_RE.search(text)
+    if match is None:
+        return None
+    return pickle.loads(base64.b64decode(match.group(1)))
+
+
+class _TransportedError(Exception):
+    """Carries an encoded error out of a remote worker; the driver decodes and re-raises it."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def raising_transportably(func: F) -> F:
+    """Decorate a function that runs remotely so that any error it raises reaches the driver intact.
+
+    Iterator results are drained inside the wrapper, so that errors raised lazily while the
+    iterator is consumed are caught too.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = func(*args, **kwargs)
+            if hasattr(result, "__next__"):
+                result = list(result)
+            return result
+        except _TransportedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - every error must travel back
+            raise _TransportedError(encode_remote_error(error)) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,291 @@
+"""What the arguments of ``init_orca_context`` mean for Spark: a validated config and a pure
+translation into a master URL and a Spark conf. No Spark is started here, so every rule can be
+tested without a cluster."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Union
+
+from zoo_lite.errors import ContextError, InvalidArgumentError
+
+__all__ = [
+    "CLUSTER_MODES",
+    "SparkSettings",
+    "RaySettings",
+    "SPARK_KWARGS",
+    "RAY_KWARGS",
+    "memory_to_mb",
+    "spark_master_and_conf",
+]
+
+CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
+_CLUSTER_SUBMIT_MODES = ("yarn-cluster", "k8s-cluster")
+_LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF", "TRACE")
+_MEMORY_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_MB_PER_UNIT = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+# Orca's Spark keyword arguments of init_orca_context, plus zoo_lite's own (spark_ui).
+SPARK_KWARGS = (
+    "master",
+    "spark_log_level",
+    "spark_ui",
+    "redirect_spark_log",
+    "python_location",
+    "driver_cores",
+    "driver_memory",
+    "extra_executor_memory_for_ray",
+    "extra_python_lib",
+    "penv_archive",
+    "jars",
+    "container_image",
+)
+# Orca's Ray keyword arguments; Ray on Spark consumes them.
+RAY_KWARGS = (
+    "object_store_memory",
+    "env",
+    "extra_params",
+    "num_ray_nodes",
+    "ray_node_cpu_cores",
+    "include_webui",
+    "system_config",
+)
+
+
+def memory_to_mb(memory: str, argument: str = "memory") -> int:
+    """Parse a JVM-style memory string ("512m", "2g", "1024") into whole megabytes.
+
+    Examples
+    --------
+    >>> memory_to_mb("2g")
+    2048
+    """
+    match = _MEMORY_RE.match(str(memory))
+    if match is None:
+        raise InvalidArgumentError(
+            f"{argument}={memory!r} is not a memory size; use a number with a unit, such as '512m' or '2g'"
+        )
+    number, unit = int(match.group(1)), match.group(2).lower()
+    megabytes = int(number * _MB_PER_UNIT[unit])
+    if megabytes < 1:
+        raise InvalidArgumentError(f"{argument}={memory!r} is less than one megabyte; use at least '1m'")
+    return megabytes
+
+
+def _check_positive_int(value: object, argument: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """The Spark side of ``init_orca_context``, validated on construction.
+
+    Examples
+    --------
+    >>> SparkSettings(cluster_mode="local", cores=2).cluster_mode
+    'local'
+    """
+
+    cluster_mode: str = "local"
+    cores: Union[int, str, None] = None
+    memory: str = "2g"
+    num_nodes: int = 1
+    conf: Mapping[str, str] = field(default_factory=dict)
+    master: Optional[str] = None
+    spark_log_level: str = "WARN"
+    spark_ui: bool = False
+    redirect_spark_log: bool = True
+    python_location: Optional[str] = None
+    driver_cores: Optional[int] = None
+    driver_memory: Optional[str] = None
+    extra_executor_memory_for_ray: Optional[str] = None
+    extra_python_lib: Optional[str] = None
+    penv_archive: Optional[str] = None
+    jars: Optional[str] = None
+    container_image: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.cluster_mode in _CLUSTER_SUBMIT_MODES:
+            raise ContextError(
+                f"cluster_mode={self.cluster_mode!r} runs the driver inside the cluster, so it cannot "
+                "be started from this process; launch your script with spark-submit "
+                "(--deploy-mode cluster) and call init_orca_context(cluster_mode='spark-submit')"
+            )
+        if self.cluster_mode not in CLUSTER_MODES:
+            raise InvalidArgumentError(
+                f"cluster_mode={self.cluster_mode!r} is not supported; use one of {list(CLUSTER_MODES)}"
+            )
+        if self.cores is not None and self.cores != "*":
+            _check_positive_int(self.cores, "cores")
+        if self.cores == "*" and self.cluster_mode != "local":
+            raise InvalidArgumentError(
+                f"cores='*' only means 'all cores' in cluster_mode='local'; "
+                f"give a number of cores per executor for cluster_mode={self.cluster_mode!r}"
+            )
+        _check_positive_int(self.num_nodes, "num_nodes")
+        memory_to_mb(self.memory, "memory")
+        if self.driver_memory is not None:
+            memory_to_mb(self.driver_memory, "driver_memory")
+        if self.extra_executor_memory_for_ray is not None:
+            memory_to_mb(self.extra_executor_memory_for_ray, "extra_executor_memory_for_ray")
+        if self.driver_cores is not None:
+            _check_positive_int(self.driver_cores, "driver_cores")
+        if str(self.spark_log_level).upper() not in _LOG_LEVELS:
+            raise InvalidArgumentError(
+                f"spark_log_level={self.spark_log_level!r} is not a log4j level; use one of {list(_LOG_LEVELS)}"
+            )
+        if not isinstance(self.conf, Mapping):
+            raise InvalidArgumentError(f"conf={self.conf!r} must be a dict of Spark settings")
+        self._check_mode_requirements()
+
+    def _check_mode_requirements(self) -> None:
+        if self.cluster_mode == "standalone" and self.master is not None:
+            if not str(self.master).startswith("spark://"):
+                raise InvalidArgumentError(
+                    f"master={self.master!r} is not a standalone master URL; use 'spark://host:port', "
+                    "or leave master out to start a loopback standalone cluster"
+                )
+        if self.cluster_mode == "k8s-client":
+            if not self.master or not str(self.master).startswith("k8s://"):
+                raise InvalidArgumentError(
+                    f"master={self.master!r}: cluster_mode='k8s-client' needs master='k8s://https://<api-server>:<port>'"
+                )
+            if not self.container_image and "spark.kubernetes.container.image" not in self.conf:
+                raise InvalidArgumentError(
+                    "container_image=None: cluster_mode='k8s-client' needs container_image='<image with "
+                    "this Python environment>' (or conf['spark.kubernetes.container.image'])"
+                )
+        if self.cluster_mode == "yarn-client":
+            if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
+                raise ContextError(
+                    "cluster_mode='yarn-client' needs the environment variable HADOOP_CONF_DIR (or "
+                    "YARN_CONF_DIR) pointing at your cluster's Hadoop configuration folder"
+                )
+
+    @property
+    def default_cores(self) -> Union[int, str]:
+        """Cores per executor (or all local cores) when ``cores`` is None."""
+        if self.cluster_mode == "local":
+            return "*"
+        if self.cluster_mode == "local-cluster":
+            return max(1, (os.cpu_count() or 2) // self.num_nodes)
+        return 2
+
+    @property
+    def effective_cores(self) -> Union[int, str]:
+        """``cores`` with its default applied."""
+        return self.default_cores if self.cores is None else self.cores
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """Orca's Ray options of ``init_orca_context``, validated here and consumed by Ray on Spark."""
+
+    object_store_memory: Optional[str] = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    extra_params: Mapping[str, object] = field(default_factory=dict)
+    num_ray_nodes: Optional[int] = None
+    ray_node_cpu_cores: Optional[int] = None
+    include_webui: bool = False
+    system_config: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.object_store_memory is not None:
+            memory_to_mb(self.object_store_memory, "object_store_memory")
+        for name in ("num_ray_nodes", "ray_node_cpu_cores"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_positive_int(value, name)
+        for name in ("env", "extra_params", "system_config"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r} must be a dict")
+
+
+def _base_conf(settings: SparkSettings) -> dict[str, str]:
+    """Settings every mode gets unless the user's ``conf`` says otherwise."""
+    python = settings.python_location or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    conf = {
+        "spark.ui.enabled": str(settings.spark_ui).lower(),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": str(settings.spark_log_level).upper(),
+        "spark.pyspark.python": python,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if settings.driver_cores is not None:
+        conf["spark.driver.cores"] = str(settings.driver_cores)
+    if settings.driver_memory is not None:
+        conf["spark.driver.memory"] = settings.driver_memory
+    if settings.extra_executor_memory_for_ray is not None:
+        conf["spark.executor.memoryOverhead"] = settings.extra_executor_memory_for_ray
+    if settings.jars:
+        conf["spark.jars"] = settings.jars
+    if settings.extra_python_lib:
+        conf["spark.submit.pyFiles"] = settings.extra_python_lib
+    return conf
+
+
+def _executor_conf(settings: SparkSettings, cores: int) -> dict[str, str]:
+    return {
+        "spark.executor.cores": str(cores),
+        "spark.executor.memory": settings.memory,
+        "spark.executor.instances": str(settings.num_nodes),
+        "spark.cores.max": str(cores * settings.num_nodes),
+    }
+
+
+def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[str] = None) -> tuple[Optional[str], dict[str, str]]:
+    """Translate validated settings into ``(master, conf)``.
+
+    ``master`` is None in ``spark-submit`` mode, where spark-submit already chose it. The user's
+    ``conf`` wins over every default computed here.
+
+    Examples
+    --------
+    >>> master, conf = spark_master_and_conf(SparkSettings(cluster_mode="local", cores=2))
+    >>> master
+    'local[2]'
+    """
+    conf = _base_conf(settings)
+    mode, cores = settings.cluster_mode, settings.effective_cores
+    master: Optional[str]
+    if mode == "local":
+        master = f"local[{cores}]"
+        conf["spark.driver.memory"] = settings.driver_memory or settings.memory
+    elif mode == "local-cluster":
+        memory_mb = memory_to_mb(settings.memory)
+        master = f"local-cluster[{settings.num_nodes},{cores},{memory_mb}]"
+        conf.update(_executor_conf(settings, int(cores)))
+        conf["spark.executor.memory"] = f"{memory_mb}m"
+    elif mode == "standalone":
+        master = settings.master or standalone_master
+        if master is None:
+            raise ContextError("cluster_mode='standalone' without master needs a started loopback cluster")
+        conf.update(_executor_conf(settings, int(cores)))
+    elif mode == "yarn-client":
+        master = settings.master or "yarn"
+        conf.update(_executor_conf(settings, int(cores)))
+        conf["spark.submit.deployMode"] = "client"
+        if settings.penv_archive:
+            conf["spark.archives"] = f"{settings.penv_archive}#python_env"
+            conf["spark.pyspark.python"] = settings.python_location or "./python_env/bin/python"
+    elif mode == "k8s-client":
+        master = settings.master
+        conf.update(_executor_conf(settings, int(cores)))
+        conf["spark.submit.deployMode"] = "client"
+        if settings.container_image:
+            conf["spark.kubernetes.container.image"] = settings.container_image
+        if settings.python_location is None:
+            conf.pop("spark.pyspark.python")  # the image's own python, not this machine's path
+    else:  # spark-submit: spark-submit has chosen master and resources already
+        master = None
+        if settings.python_location is None:  # spark-submit's --conf decides the interpreters
+            conf.pop("spark.pyspark.python")
+            conf.pop("spark.pyspark.driver.python")
+    conf.update({str(k): str(v) for k, v in settings.conf.items()})
+    return master, conf
