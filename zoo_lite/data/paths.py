@@ -42,14 +42,18 @@ def _expand_one(path: str, argument: str) -> list[str]:
     if not fs.exists(stripped):
         raise DataReadError(f"{argument}={path!r} does not exist; check the path (and its protocol, e.g. hdfs://)")
     if fs.isdir(stripped):
-        files = sorted(
-            entry for entry in fs.find(stripped)
-            if not entry.rsplit("/", 1)[-1].startswith((".", "_"))  # Spark's _SUCCESS and .crc files
-        )
+        root = stripped.rstrip("/")
+        files = sorted(entry for entry in fs.find(stripped) if not _hidden(entry[len(root):]))
         if not files:
             raise DataReadError(f"{argument}={path!r} is an empty folder; it holds no data file")
         return [_with_protocol(fs, entry, path) for entry in files]
     return [path]
+
+
+def _hidden(relative: str) -> bool:
+    """Whether Spark's folder listing skips this path below a folder: any part starting with "." or
+    "_" (_SUCCESS, .crc files, _temporary/, .ipynb_checkpoints/), except "_key=value" partitions."""
+    return any(part.startswith(".") or (part.startswith("_") and "=" not in part) for part in relative.split("/") if part)
 
 
 def expand_paths(path: PathLike, argument: str = "file_path") -> list[str]:

@@ -123,10 +123,14 @@ def _pandas_conventions(df: pd.DataFrame, dtype: Any, parse_dates: Sequence[Hash
         if values.isna().any():
             df[column] = values.where(values.notna(), np.nan)
     if dtype is not None:
+        missing = df.isna()
         try:
             df = df.astype(dtype)
         except (ValueError, TypeError, KeyError) as error:
             raise InvalidArgumentError(f"dtype={dtype!r} cannot be applied: {error}") from error
+        for column, target in dtype.items():
+            if _is_text_dtype(target):  # astype(str) writes 'nan'; pandas' reader keeps NaN
+                df[column] = df[column].mask(missing[column], np.nan)
     for column in parse_dates:
         df[column] = pd.to_datetime(df[column])
     if index_col is not None and index_col is not False:
@@ -136,8 +140,20 @@ def _pandas_conventions(df: pd.DataFrame, dtype: Any, parse_dates: Sequence[Hash
     return df
 
 
+def _is_text_dtype(target: Any) -> bool:
+    try:
+        return np.dtype(target).kind in "OUS"
+    except TypeError:
+        return False
+
+
 def _spark_shards(df: "SparkDataFrame", post: Callable[[pd.DataFrame], pd.DataFrame]) -> SparkXShards:
     shards = SparkXShards.from_spark_df(df)
+    if shards.num_partitions() == 0:  # Spark plans limit(0) with no partition; keep the columns in one empty shard
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        empty = convert.record_batches_to_pandas([], to_arrow_schema(df.schema, prefers_large_types=False))
+        shards = SparkXShards(df.sparkSession.sparkContext.parallelize([empty], 1))
     return SparkXShards(shards.rdd.map(raising_transportably(post), preservesPartitioning=True))
 
 
@@ -236,23 +252,66 @@ def _csv_options(kwargs: Mapping[str, Any], header: bool) -> dict[str, str]:
     else:
         options["escape"] = options["quote"]  # pandas' doublequote=True: "" inside quotes is one quote
     if kwargs.get("comment") is not None:
-        options["comment"] = _single_char(kwargs["comment"], "comment")
+        _single_char(kwargs["comment"], "comment")  # applied by _without_comments, not by a Spark option
     return options
 
 
-def _count_fields(line: str, options: Mapping[str, str]) -> int:
-    return len(next(csv.reader(io.StringIO(line), delimiter=options["sep"], quotechar=options["quote"]), []))
+def _without_comments(files: list[str], comment: str, quote: str) -> "SparkDataFrame":
+    """The files' lines with pandas' comment rule applied: everything from the comment character
+    (outside quotes) to the end of the line is dropped, and lines left blank are skipped. Spark's
+    own ``comment`` option only skips lines that start with the character."""
+    from pyspark.sql import functions as F
+
+    c, q = re.escape(comment), re.escape(quote)
+    before_comment = f"^((?:[^{q}{c}]|{q}[^{q}]*{q})*){c}.*$"
+    lines = _session().read.text(files).select(F.regexp_replace("value", before_comment, "$1").alias("value"))
+    return lines.where(F.trim("value") != "")
 
 
-def _screen_bad_lines(df: pd.DataFrame, width: int, options: Mapping[str, str], on_bad_lines: str) -> pd.DataFrame:
+def _csv_source(reader: Any, files: list[str], kwargs: Mapping[str, Any], options: Mapping[str, str]) -> Callable[[Any], "SparkDataFrame"]:
+    """A function reading CSV with ``reader`` from the files, or from their comment-free lines."""
+    if kwargs.get("comment") is None:
+        return lambda r: r.csv(files)
+    lines = _without_comments(files, kwargs["comment"], options["quote"])
+    jlines = getattr(lines._jdf, "as")(lines.sparkSession._jvm.org.apache.spark.sql.Encoders.STRING())
+    return lambda r: r._df(r._jreader.csv(jlines))
+
+
+def _escapechar(options: Mapping[str, str]) -> Optional[str]:
+    return options["escape"] if options["escape"] != options["quote"] else None
+
+
+def _count_fields(line: str, options: Mapping[str, str], escapechar: Optional[str] = None) -> int:
+    reader = csv.reader(io.StringIO(line), delimiter=options["sep"], quotechar=options["quote"], escapechar=escapechar)
+    return len(next(reader, []))
+
+
+def _refill_row(df: pd.DataFrame, position: int, line: str, columns: Sequence[str], options: Mapping[str, str]) -> None:
+    """Replace a row Spark split apart at an escaped separator (Spark's escape only works before
+    quotes) by pandas' reading of the same line."""
+    row = pd.read_csv(io.StringIO(line), header=None, names=list(columns), sep=options["sep"],
+                      quotechar=options["quote"], escapechar=_escapechar(options), dtype=object)
+    for column in df.columns.drop(_CORRUPT):
+        text, dtype = row[column].iat[0], df[column].dtype
+        value = np.nan if pd.isna(text) else text if dtype == object else (
+            text.strip().lower() == "true" if dtype == bool else pd.to_numeric(text))
+        df.iloc[position, df.columns.get_loc(column)] = value
+
+
+def _screen_bad_lines(df: pd.DataFrame, columns: Sequence[str], options: Mapping[str, str], on_bad_lines: str) -> pd.DataFrame:
     """Apply pandas' on_bad_lines to rows Spark flagged: a row with more fields than the header is
     an error (or dropped with 'skip'/'warn'); a shorter row is kept with missing values, as pandas does."""
+    width = len(columns)
     flagged = df[_CORRUPT].notna()
-    keep = np.ones(len(df), dtype=bool)
+    keep, copied = np.ones(len(df), dtype=bool), False
     for position in np.flatnonzero(flagged.to_numpy()):
         line = df[_CORRUPT].iat[position]
-        fields = _count_fields(line, options)
-        if fields > width:
+        fields = _count_fields(line, options, _escapechar(options))
+        if fields == width and _escapechar(options) and _count_fields(line, options) > width:
+            df = df.copy() if not copied else df  # frames from Arrow are read-only
+            copied = True
+            _refill_row(df, position, line, columns, options)
+        elif fields > width:
             if on_bad_lines == "error":
                 raise DataReadError(
                     f"on_bad_lines='error': a row has {fields} fields where the header has {width}: {line!r}; "
@@ -279,10 +338,11 @@ def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     parse_dates = list(kwargs.get("parse_dates") or [])
     options = _csv_options(kwargs, header)
     reader = _session().read.options(**options)
+    read = _csv_source(reader, files, kwargs, options)
     if isinstance(names, str):  # Orca: a DDL string is the schema
         inferred = _session().createDataFrame([], names).schema
     else:
-        inferred = reader.option("inferSchema", "true").csv(files).schema
+        inferred = read(reader.option("inferSchema", "true")).schema
         if names is not None:
             if len(names) != len(inferred.fields):
                 raise InvalidArgumentError(f"names={list(names)!r} has {len(names)} names but the files have {len(inferred.fields)} columns")
@@ -290,20 +350,25 @@ def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     columns = [field.name for field in inferred.fields]
     dtype = _dtype_by_name(kwargs.get("dtype"), columns)
     schema = _read_schema(inferred, dtype, parse_dates)
-    width = len(schema.fields)
     with_corrupt = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
-    df = reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT).csv(files)
+    # with names=, the file's header row is replaced, not checked against the names
+    reader = reader.option("enforceSchema", str(names is not None).lower())
+    df = read(reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT))
     df = df.select(*_select_usecols(columns, kwargs.get("usecols")), _CORRUPT)
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
-    post = functools.partial(_csv_post, width=width, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
-                             parse_dates=parse_dates, index_col=kwargs.get("index_col"))
+    post = functools.partial(_csv_post, columns=columns, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
+                             parse_dates=parse_dates, index_col=kwargs.get("index_col"),
+                             positional=not header and names is None)
     return _spark_shards(df, post)
 
 
-def _csv_post(df: pd.DataFrame, width: int, options: Mapping[str, str], on_bad_lines: str, dtype: Any,
-              parse_dates: Sequence[Hashable], index_col: Any) -> pd.DataFrame:
-    df = _screen_bad_lines(df, width, options, on_bad_lines)
+def _csv_post(df: pd.DataFrame, columns: Sequence[str], options: Mapping[str, str], on_bad_lines: str, dtype: Any,
+              parse_dates: Sequence[Hashable], index_col: Any, positional: bool = False) -> pd.DataFrame:
+    df = _screen_bad_lines(df, columns, options, on_bad_lines)
+    if positional:  # pandas labels the columns of a headerless file 0, 1, ...; Spark calls them _c0, _c1, ...
+        df.columns = [int(column[len("_c"):]) for column in df.columns]
+        dtype = {int(name[len("_c"):]): value for name, value in dtype.items()} if dtype else dtype
     return _pandas_conventions(df.reset_index(drop=True), dtype, parse_dates, index_col)
 
 
