@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
-from zoo_lite.errors import ContextError, ContextStoppedError, InvalidArgumentError
+from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
     SPARK_KWARGS,
@@ -35,6 +36,7 @@ __all__ = ["init_orca_context", "stop_orca_context", "OrcaContext"]
 
 _LOG4J_CONFIG = Path(__file__).parent / "conf" / "log4j2.properties"
 _PANDAS_READ_BACKENDS = ("spark", "pandas")
+_EXECUTOR_WAIT_S = 120.0
 
 
 @dataclass
@@ -97,13 +99,30 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
 
 
 def _check_spark_submit() -> None:
-    from pyspark import SparkConf
-
-    if SparkConf().get("spark.master") is None:
+    # spark-submit starts the JVM first and hands its gateway to Python through these variables
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
         raise ContextError(
             "cluster_mode='spark-submit' takes the master from spark-submit, but this process was not "
             "launched by spark-submit; run it with spark-submit, or pick another cluster_mode such as 'local'"
         )
+
+
+def _registered_executors(spark: "SparkSession") -> int:
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
+
+
+def _wait_for_executors(spark: "SparkSession", expected: int, timeout_s: float) -> None:
+    """Block until the executors zoo_lite itself launched have registered, so that the first job
+    (and Ray on Spark's barrier job) sees all of them."""
+    deadline = time.monotonic() + timeout_s
+    while _registered_executors(spark) < expected:
+        if time.monotonic() > deadline:
+            spark.stop()
+            raise ClusterStartError(
+                f"only {_registered_executors(spark)} of num_nodes={expected} executors registered within "
+                f"{timeout_s:.0f} s; check that this machine has the memory and cores requested"
+            )
+        time.sleep(0.1)
 
 
 def _start_spark(settings: SparkSettings) -> _ActiveContext:
@@ -120,6 +139,8 @@ def _start_spark(settings: SparkSettings) -> _ActiveContext:
         master, conf = spark_master_and_conf(settings, standalone.master_url if standalone else None)
         spark = _build_session(master, _with_quiet_jvm_logging(conf))
         spark.sparkContext.setLogLevel(str(settings.spark_log_level).upper())
+        if settings.cluster_mode == "local-cluster" or standalone is not None:
+            _wait_for_executors(spark, settings.num_nodes, _EXECUTOR_WAIT_S)
     except BaseException:
         if standalone is not None:
             standalone.stop()
