@@ -45,7 +45,18 @@ def java_descendants() -> list[psutil.Process]:
     return found
 
 
+def gateway_pids() -> set[int]:
+    """The py4j gateway JVM pyspark keeps for the whole process (not started by zoo_lite)."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None) if SparkContext._gateway is not None else None
+    return {process.pid} if process is not None else set()
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_context_left_at_end() -> Iterator[None]:
+def no_process_left_at_end() -> Iterator[None]:
+    """After the last test, stopping the context must leave no JVM but pyspark's own gateway."""
     yield
     stop_orca_context()
+    _, alive = psutil.wait_procs([p for p in java_descendants() if p.pid not in gateway_pids()], timeout=30)
+    assert not alive, f"processes left after stop_orca_context(): {[(p.pid, p.cmdline()[-1:]) for p in alive]}"

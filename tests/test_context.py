@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import java_descendants
+from tests.conftest import gateway_pids, java_descendants
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
 from zoo_lite.standalone import LoopbackStandaloneCluster, spark_home
@@ -137,7 +137,7 @@ def test_standalone_without_master_starts_and_stops_a_loopback_cluster(no_contex
     assert len(daemon_pids) == 3  # master and two workers
     spawned = {process.pid for process in java_descendants()} - before
     stop_orca_context()
-    assert _wait_gone(sorted(spawned | set(daemon_pids) - _gateway_pids())) == []
+    assert _wait_gone(sorted((spawned | set(daemon_pids)) - gateway_pids())) == []
 
 
 @pytest.mark.cluster
@@ -175,14 +175,6 @@ def _active_cluster() -> LoopbackStandaloneCluster:
 
     assert context._active is not None and context._active.standalone is not None
     return context._active.standalone
-
-
-def _gateway_pids() -> set[int]:
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None) if gateway is not None else None
-    return {proc.pid} if proc is not None else set()
 
 
 _DRIVER_SCRIPT = textwrap.dedent(
