@@ -81,10 +81,11 @@ class ShardFunctionError(ZooLiteError):
         self.partition_index = partition_index
         self.function_name = function_name
         self.original = original
-        super().__init__(
-            f"function {function_name!r} failed on partition {partition_index}: "
-            f"{type(original).__name__}: {original}"
-        )
+        if isinstance(original, RemoteError):   # the stand-in for an original that cannot travel
+            kind, text = original.type_name, original.message
+        else:
+            kind, text = type(original).__name__, str(original)
+        super().__init__(f"function {function_name!r} failed on partition {partition_index}: {kind}: {text}")
         self.__cause__ = original
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -107,8 +108,17 @@ class RemoteError(ZooLiteError):
 _MARKER_RE = re.compile(r"<<zoo_lite-error:([A-Za-z0-9+/=]+)>>")
 
 
+def _stand_in(error: BaseException) -> "RemoteError":
+    return RemoteError(type(error).__name__, str(error), "".join(traceback.format_exception(error)))
+
+
 def encode_remote_error(error: BaseException) -> str:
     """Wrap ``error`` in a text marker that survives Spark's stringified remote tracebacks."""
+    if isinstance(error, ShardFunctionError):
+        try:
+            pickle.loads(pickle.dumps(error.original))
+        except Exception:  # keep the ShardFunctionError, with a stand-in for what cannot travel
+            error = ShardFunctionError(error.partition_index, error.function_name, _stand_in(error.original))
     try:
         payload = pickle.dumps(error)
         pickle.loads(payload)  # an exception may pickle but not unpickle (custom __init__)
@@ -150,6 +160,7 @@ def raising_transportably(func: F) -> F:
         except _TransportedError:
             raise
         except Exception as error:  # noqa: BLE001 - every error must travel back
-            raise _TransportedError(encode_remote_error(error)) from None
+            # readable where Spark shows the text as it is (a DataFrame action), decodable by zoo_lite
+            raise _TransportedError(f"{type(error).__name__}: {error}\n{encode_remote_error(error)}") from None
 
     return wrapper  # type: ignore[return-value]

@@ -42,6 +42,36 @@ def arrow_schema_of_pandas(df: pd.DataFrame) -> "pa.Schema":
     return pa.Schema.from_pandas(df, preserve_index=False)
 
 
+def unify_arrow_schemas(indexed_schemas: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":
+    """One schema every shard fits: the shards' schemas unified (null -> any type, int -> float),
+    or an error naming the column whose types cannot be unified and the partitions involved."""
+    import pyarrow as pa
+
+    first_index, first = indexed_schemas[0]
+    for index, schema in indexed_schemas[1:]:
+        if schema.names != first.names:
+            raise InvalidArgumentError(
+                f"to_spark_df: partition {index} has columns {schema.names}, but partition {first_index} has "
+                f"{first.names}; make every shard have the same columns, or pass schema="
+            )
+    try:
+        return pa.unify_schemas([schema for _, schema in indexed_schemas], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        for name in first.names:
+            seen: dict[str, int] = {}
+            for index, schema in indexed_schemas:
+                seen.setdefault(str(schema.field(name).type), index)
+            try:
+                pa.unify_schemas([pa.schema([s.field(name)]) for _, s in indexed_schemas], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                found = ", ".join(f"{t} in partition {i}" for t, i in seen.items())
+                raise InvalidArgumentError(
+                    f"to_spark_df: column {name!r} has incompatible types across shards ({found}); make the "
+                    "column's dtype the same in every shard, or pass schema="
+                ) from error
+        raise InvalidArgumentError(f"to_spark_df: the shards' schemas cannot be unified: {error}; pass schema=") from error
+
+
 def record_batches_to_pandas(payloads: Iterable[bytes], schema: "pa.Schema") -> pd.DataFrame:
     """Join Spark's serialised Arrow record batches (no schema message) into one pandas frame.
 
@@ -110,7 +140,7 @@ def _column_block(df: pd.DataFrame, columns: Sequence[Hashable], argument: str) 
                 values = np.stack([np.asarray(v) for v in values])
             except ValueError as error:
                 raise InvalidArgumentError(f"{argument}: column {column!r} holds arrays of different lengths") from error
-        blocks.append(values.reshape(len(df), -1))
+        blocks.append(values.reshape(len(df), int(np.prod(values.shape[1:], dtype=np.int64))))
     return np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
 
 

@@ -216,16 +216,31 @@ def _normalized_key(column: pd.Series) -> pd.Series:
     return values.where(values.notna(), None).reset_index(drop=True)
 
 
+_MISSING_KEY_HASH = np.uint64(0x9E3779B97F4A7C15)
+_HASH_MULTIPLIER = np.uint64(1_000_003)
+
+
 def key_hash(df: pd.DataFrame, columns: Sequence[Hashable]) -> np.ndarray:
-    """A deterministic uint64 hash of each row's key, the same in every process and shard."""
-    keys = pd.DataFrame({i: _normalized_key(df[column]) for i, column in enumerate(columns)})
-    return pd.util.hash_pandas_object(keys, index=False, categorize=True).to_numpy()
+    """A deterministic uint64 hash of each row's key, the same in every process and shard.
+
+    A missing value hashes the same whatever the column's dtype (None or NaN in an object column,
+    NaN in a float column, NA, NaT), as pandas treats them all as one missing key."""
+    if len(columns) == 0:
+        raise InvalidArgumentError("key columns=[]: name at least one key column")
+    combined = np.zeros(len(df), dtype=np.uint64)
+    for column in columns:
+        hashed = pd.util.hash_pandas_object(_normalized_key(df[column]), index=False, categorize=True).to_numpy().copy()
+        hashed[df[column].isna().to_numpy()] = _MISSING_KEY_HASH
+        combined = combined * _HASH_MULTIPLIER ^ hashed
+    return combined
 
 
 def hash_pieces(df: pd.DataFrame, columns: Sequence[Hashable], num_partitions: int, argument: str = "cols") -> list[Piece]:
     """Split a frame into one piece per target partition by key hash: a stable sort by target and
     slices, so each row is copied once. Every target gets a piece, empty ones keeping the columns."""
     require_pandas(df, "partition_by")
+    if len(columns) == 0:
+        raise InvalidArgumentError(f"{argument}=[]: name at least one key column to partition by")
     check_columns(df, columns, argument)
     targets = (key_hash(df, columns) % np.uint64(num_partitions)).astype(np.int64)
     order = np.argsort(targets, kind="stable")

@@ -103,6 +103,8 @@ def _shuffle(rdd: "RDD", make_pieces: Callable[[Any, int], list[tuple[int, Any]]
     """Cut every shard into ``(target, piece)`` pairs, move each piece to its target partition and
     join the pieces there into one shard."""
 
+    _ensure_alive(rdd.context)
+
     @raising_transportably
     def cut(index: int, shards: Iterator[Any]) -> list[tuple[int, Any]]:
         return [pair for shard in shards for pair in make_pieces(shard, index)]
@@ -294,8 +296,9 @@ class SparkXShards(XShards):
         Parameters
         ----------
         schema : pyarrow.Schema, optional
-            The columns' types. By default the first non-empty shard's types; every other shard is
-            cast to them, and a shard that does not fit raises an error naming the column.
+            The columns' types. By default the non-empty shards' types unified (a column that is
+            all-missing in one shard takes the other shards' type, int and float give float); a
+            column whose types cannot be unified raises an error naming it and the partitions.
 
         Examples
         --------
@@ -310,21 +313,20 @@ class SparkXShards(XShards):
         """
         from zoo_lite.context import OrcaContext
 
-        arrow_schema = schema if schema is not None else self._first_arrow_schema()
+        arrow_schema = schema if schema is not None else self._unified_arrow_schema()
         session = OrcaContext.get_spark_session()
         return convert.pandas_rdd_to_spark_df(self.rdd, session, arrow_schema)
 
-    def _first_arrow_schema(self) -> "pa.Schema":
-        def schema_or_nothing(index: int, shards: Iterator[Any]) -> list[Any]:
+    def _unified_arrow_schema(self) -> "pa.Schema":
+        def schemas_of(index: int, shards: Iterator[Any]) -> list[Any]:
             frames = [partition_ops.require_pandas(shard, "to_spark_df") for shard in shards]
-            non_empty = [frame for frame in frames if len(frame)]
-            chosen = non_empty or frames
-            return [(bool(non_empty), convert.arrow_schema_of_pandas(chosen[0]))] if chosen else []
+            return [(index, bool(len(frame)), convert.arrow_schema_of_pandas(frame)) for frame in frames]
 
-        schemas = _run(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schema_or_nothing)).collect)
+        schemas = _run(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schemas_of)).collect)
         if not schemas:
             raise InvalidArgumentError("to_spark_df() on an XShards with no shards: pass schema= to build an empty DataFrame")
-        return next((schema for non_empty, schema in schemas if non_empty), schemas[0][1])
+        non_empty = [(index, schema) for index, filled, schema in schemas if filled]
+        return convert.unify_arrow_schemas(non_empty or [(index, schema) for index, _, schema in schemas[:1]])
 
     def to_ray(self) -> Any:
         """Move the shards into Ray's object store from the executors (needs Ray on Spark)."""
@@ -388,6 +390,8 @@ class SparkXShards(XShards):
         >>> stop_orca_context()
         """
         columns = _as_list(cols)
+        if not columns:
+            raise InvalidArgumentError(f"cols={cols!r}: name at least one key column to partition by")
         count = self.num_partitions() if num_partitions is None else _check_positive(num_partitions, "num_partitions")
         pieces = functools.partial(_hash_pieces, columns=columns, num_partitions=count)
         return SparkXShards(_shuffle(self.rdd, pieces, count))
@@ -557,12 +561,17 @@ class SparkXShards(XShards):
     def head(self, n: int = 5) -> pd.DataFrame:
         """The first ``n`` rows across pandas shards, in order, as one pandas frame."""
         count = _check_positive(n, "n")
-        frames: list[pd.DataFrame] = []
         heads = self.rdd.mapPartitionsWithIndex(_per_shard(functools.partial(_head, n=count)))
-        for frame in _run(self._sc, functools.partial(heads.toLocalIterator, prefetchPartitions=False)):
-            frames.append(frame)
-            if sum(len(f) for f in frames) >= count:
-                break
+
+        def first_frames() -> list[pd.DataFrame]:
+            frames: list[pd.DataFrame] = []
+            for frame in heads.toLocalIterator(prefetchPartitions=False):   # errors surface while iterating
+                frames.append(frame)
+                if sum(len(f) for f in frames) >= count:
+                    break
+            return frames
+
+        frames = _run(self._sc, first_frames)
         return pd.concat(frames).head(count) if frames else pd.DataFrame()
 
     def concat_to_pdf(self) -> pd.DataFrame:
