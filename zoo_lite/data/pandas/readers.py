@@ -100,6 +100,13 @@ def _all_default_index(frames: Sequence[pd.DataFrame]) -> bool:
     return all(isinstance(frame.index, pd.RangeIndex) for frame in frames)
 
 
+def _read_text_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
+    """The pandas backend of a text reader: ``nrows`` counts rows over all files, in file order."""
+    shards = _read_files_with_pandas(files, reader, kwargs, argument)
+    nrows = kwargs.get("nrows")
+    return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+
+
 def _first_rows(shards: SparkXShards, nrows: int) -> SparkXShards:
     """The first ``nrows`` rows of shards that hold one frame per partition, in partition order."""
     lengths = shards._gather(len)
@@ -465,9 +472,7 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
-        nrows = kwargs.get("nrows")
-        shards = _read_files_with_pandas(files, pd.read_csv, kwargs, "read_csv")
-        return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+        return _read_text_with_pandas(files, pd.read_csv, kwargs, "read_csv")
     return _read_csv_spark(files, dict(kwargs))
 
 
@@ -492,9 +497,7 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
-        nrows = kwargs.get("nrows")
-        shards = _read_files_with_pandas(files, pd.read_json, kwargs, "read_json")
-        return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+        return _read_text_with_pandas(files, pd.read_json, kwargs, "read_json")
     return _read_json_spark(files, dict(kwargs))
 
 
