@@ -75,10 +75,10 @@ class LoopbackStandaloneCluster:
 
     Examples
     --------
-    >>> cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=512)  # doctest: +SKIP
-    >>> cluster.master_url  # doctest: +SKIP
-    'spark://127.0.0.1:41234'
-    >>> cluster.stop()  # doctest: +SKIP
+    >>> cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=512)
+    >>> cluster.master_url.startswith("spark://127.0.0.1:")
+    True
+    >>> cluster.stop()
     """
 
     master_url: str
