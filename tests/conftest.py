@@ -53,10 +53,27 @@ def gateway_pids() -> set[int]:
     return {process.pid} if process is not None else set()
 
 
+def ray_watchdogs_since(started: float) -> list[psutil.Process]:
+    """zoo_lite's Ray node watchdogs started after ``started`` (by this test session: they leave
+    the process tree when Spark's Python worker exits, so they are found by their module name)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "create_time"]):
+        cmdline = process.info["cmdline"] or []
+        if "zoo_lite.ray_on_spark.watchdog" in cmdline and (process.info["create_time"] or 0) >= started:
+            found.append(process)
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left_at_end() -> Iterator[None]:
-    """After the last test, stopping the context must leave no JVM but pyspark's own gateway."""
+    """After the last test, stopping the context must leave no JVM but pyspark's own gateway, and
+    no Ray node watchdog (each one ends its node's processes before it exits)."""
+    import time
+
+    session_started = time.time()
     yield
     stop_orca_context()
     _, alive = psutil.wait_procs([p for p in java_descendants() if p.pid not in gateway_pids()], timeout=30)
     assert not alive, f"processes left after stop_orca_context(): {[(p.pid, p.cmdline()[-1:]) for p in alive]}"
+    _, watchdogs = psutil.wait_procs(ray_watchdogs_since(session_started), timeout=30)
+    assert not watchdogs, f"Ray node watchdogs left after the session: {[p.pid for p in watchdogs]}"

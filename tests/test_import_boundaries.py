@@ -29,3 +29,14 @@ def test_the_data_package_imports_no_ray_or_ml_framework(module):
 def test_the_data_package_imports_nothing_from_learn():
     code = "import sys, zoo_lite.data, zoo_lite.data.pandas; print([m for m in sys.modules if m.startswith('zoo_lite.learn')])"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["zoo_lite.ray_on_spark", "zoo_lite.data.ray_xshards"])
+def test_ray_on_spark_imports_no_ml_framework_and_not_ray_itself_until_used(module):
+    imported = _imported_after(f"import {module}")
+    assert not imported & {"torch", "tensorflow", "keras", "ray"}
+
+
+def test_the_watchdog_imports_only_the_standard_library_and_psutil():
+    imported = _imported_after("import zoo_lite.ray_on_spark.watchdog")
+    assert not imported & set(HEAVY) and not imported & {"pandas", "numpy", "pyarrow"}

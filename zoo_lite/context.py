@@ -1,8 +1,9 @@
-"""The one place that owns the lifetime of the SparkSession (and, later, Ray) for zoo_lite.
+"""The one place that owns the lifetime of the SparkSession and of Ray on Spark for zoo_lite.
 
-``init_orca_context`` starts (or adopts) Spark for one of the supported cluster modes and returns
-the SparkContext, as Orca did; ``stop_orca_context`` stops everything zoo_lite started, and is
-registered with ``atexit``.
+``init_orca_context`` starts (or adopts) Spark for one of the supported cluster modes, optionally
+starts Ray on it, and returns the SparkContext, as Orca did; ``stop_orca_context`` stops everything
+zoo_lite started (Ray first, then Spark, then a loopback standalone cluster), and is registered
+with ``atexit``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from zoo_lite.ray_on_spark import RayContext
     from zoo_lite.standalone import LoopbackStandaloneCluster
 
 __all__ = ["init_orca_context", "stop_orca_context", "OrcaContext"]
@@ -46,6 +48,20 @@ class _ActiveContext:
     ray_settings: RaySettings
     owns_spark: bool
     standalone: Optional["LoopbackStandaloneCluster"] = None
+    ray: Optional["RayContext"] = None
+
+    def stop(self) -> None:
+        """Stop Ray, then Spark if zoo_lite started it, then the loopback standalone cluster."""
+        try:
+            if self.ray is not None:
+                self.ray.stop()
+        finally:
+            try:
+                if self.owns_spark:
+                    self.spark.stop()
+            finally:
+                if self.standalone is not None:
+                    self.standalone.stop()
 
 
 _lock = threading.RLock()
@@ -228,13 +244,19 @@ def init_orca_context(
             conf=dict(conf or {}), **spark_kwargs,
         )
         ray_settings = RaySettings(**ray_kwargs)
-        if init_ray_on_spark:
-            raise ContextError(
-                "init_ray_on_spark=True: Ray on Spark is not available in this zoo_lite version yet; "
-                "call init_orca_context without init_ray_on_spark"
+        if settings.cluster_mode == "local" and (ray_settings.num_ray_nodes or 1) > 1:
+            raise InvalidArgumentError(
+                f"num_ray_nodes={ray_settings.num_ray_nodes} with cluster_mode='local': local mode runs one Ray node; "
+                "use cluster_mode='local-cluster' with num_nodes for several"
             )
         context = _adopt_running_spark(settings) or _start_spark(settings)
         context.ray_settings = ray_settings
+        if init_ray_on_spark:
+            try:
+                context.ray = _start_ray(context)
+            except BaseException:
+                context.stop()
+                raise
         _active = context
         if not _atexit_registered:
             atexit.register(stop_orca_context)
@@ -243,8 +265,9 @@ def init_orca_context(
 
 
 def stop_orca_context() -> None:
-    """Stop what :func:`init_orca_context` started: Spark (if zoo_lite started it) and a loopback
-    standalone cluster. Calling it again, or with no active context, does nothing.
+    """Stop what :func:`init_orca_context` started: Ray (every node's processes), Spark (if zoo_lite
+    started it) and a loopback standalone cluster. Calling it again, or with no active context,
+    does nothing.
 
     Examples
     --------
@@ -256,14 +279,26 @@ def stop_orca_context() -> None:
     global _active
     with _lock:
         context, _active = _active, None
-        if context is None:
-            return
-        try:
-            if context.owns_spark:
-                context.spark.stop()
-        finally:
-            if context.standalone is not None:
-                context.standalone.stop()
+        if context is not None:
+            context.stop()
+
+
+def _start_ray(context: _ActiveContext) -> "RayContext":
+    from zoo_lite.ray_on_spark import start_ray_on_spark
+
+    cores = context.settings.effective_cores
+    local_cores = (os.cpu_count() or 1) if cores == "*" else int(cores)
+    return start_ray_on_spark(context.spark, context.ray_settings, context.settings.cluster_mode, local_cores)
+
+
+def ray_context_started_on_demand() -> "RayContext":
+    """The active context's Ray, started now with the context's Ray options if it has none yet
+    (the Estimators call this, so that ``init_ray_on_spark=True`` is optional)."""
+    with _lock:
+        context = _require_active()
+        if context.ray is None:
+            context.ray = _start_ray(context)
+        return context.ray
 
 
 def _require_active() -> _ActiveContext:
@@ -366,10 +401,10 @@ class OrcaContext(metaclass=_OrcaContextMeta):
         return _require_active().spark
 
     @staticmethod
-    def get_ray_context() -> None:
-        """The Ray context; None until Ray on Spark is started (not available in this version)."""
-        _require_active()
-        return None
+    def get_ray_context() -> Optional["RayContext"]:
+        """The :class:`~zoo_lite.ray_on_spark.RayContext` of the active context; None when Ray was
+        not started (``init_ray_on_spark=False`` and no Estimator has needed it yet)."""
+        return _require_active().ray
 
     @staticmethod
     def is_active() -> bool:

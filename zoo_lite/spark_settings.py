@@ -52,6 +52,7 @@ RAY_KWARGS = (
     "ray_node_cpu_cores",
     "include_webui",
     "system_config",
+    "ray_start_timeout_s",
 )
 
 
@@ -192,8 +193,14 @@ class RaySettings:
     ray_node_cpu_cores: Optional[int] = None
     include_webui: bool = False
     system_config: Mapping[str, object] = field(default_factory=dict)
+    ray_start_timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.ray_start_timeout_s, bool) or not isinstance(self.ray_start_timeout_s, (int, float)) \
+                or not self.ray_start_timeout_s > 0:
+            raise InvalidArgumentError(
+                f"ray_start_timeout_s={self.ray_start_timeout_s!r} must be a positive number of seconds"
+            )
         if self.object_store_memory is not None:
             memory_to_mb(self.object_store_memory, "object_store_memory")
         for name in ("num_ray_nodes", "ray_node_cpu_cores"):

@@ -439,3 +439,56 @@ def test_deduplicate_is_drop_duplicates(frame):
     assert len(ops.deduplicate(doubled)) == len(frame)
     with pytest.raises(InvalidArgumentError, match="deduplicates needs pandas"):
         ops.deduplicate(np.arange(3))
+
+
+# -- spreading partitions over workers ------------------------------------------------------------
+
+from zoo_lite.data.partition_ops import assign_row_ranges, partition_nbytes, partition_weight, slice_partition  # noqa: E402
+
+
+def _rows_per_worker(ranges):
+    return [sum(stop - start for _, start, stop in worker) for worker in ranges]
+
+
+def _covered(ranges, partition_rows):
+    seen = {i: [] for i in range(len(partition_rows))}
+    for worker in ranges:
+        for index, start, stop in worker:
+            seen[index].append((start, stop))
+    return {i: sorted(spans) for i, spans in seen.items()}
+
+
+@pytest.mark.parametrize("partition_rows, workers", [
+    ([3, 5], 2), ([10], 3), ([0, 4, 0, 4], 2), ([1, 1, 1], 5), ([7, 0, 0], 3), ([100, 1, 1, 1, 50], 4), ([0, 0], 2),
+])
+def test_assign_row_ranges_gives_every_row_once_and_balances(partition_rows, workers) -> None:
+    nodes = [f"n{i % 2}" for i in range(len(partition_rows))]
+    ranges = assign_row_ranges(partition_rows, nodes, [f"n{w % 2}" for w in range(workers)])
+    counts = _rows_per_worker(ranges)
+    assert sum(counts) == sum(partition_rows) and max(counts) - min(counts) <= 1
+    for index, spans in _covered(ranges, partition_rows).items():
+        position = 0
+        for start, stop in spans:  # contiguous, no overlap, no gap
+            assert start == position and stop > start
+            position = stop
+        assert position == partition_rows[index]
+
+
+def test_assign_row_ranges_keeps_whole_partitions_on_their_node() -> None:
+    ranges = assign_row_ranges([4, 4, 4, 4], ["a", "b", "a", "b"], ["a", "b"])
+    assert ranges == [[(0, 0, 4), (2, 0, 4)], [(1, 0, 4), (3, 0, 4)]]
+
+
+def test_slice_partition_reads_shards_as_one_row_sequence() -> None:
+    shards = [pd.DataFrame({"a": [0, 1, 2]}), pd.DataFrame({"a": [3, 4]}), {"x": np.array([5, 6, 7])}]
+    assert partition_weight(shards) == 8
+    sliced = slice_partition(shards, 2, 6)
+    assert [list(s["a"]) if isinstance(s, pd.DataFrame) else list(s["x"]) for s in sliced] == [[2], [3, 4], [5]]
+    assert slice_partition(shards, 0, 8)[0] is shards[0]  # whole shards are not copied
+    assert slice_partition(["opaque", "objects"], 1, 2) == ["objects"]
+
+
+def test_partition_nbytes_counts_array_and_frame_memory() -> None:
+    assert partition_nbytes([{"x": np.zeros((10, 4)), "y": np.zeros(10)}]) == 400
+    assert partition_nbytes([pd.DataFrame({"a": np.zeros(10), "b": np.zeros(10, dtype=np.int32)})]) == 120
+    assert partition_nbytes(["not rows"]) == 0

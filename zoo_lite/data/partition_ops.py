@@ -396,3 +396,84 @@ def merge_shards(partition_index: int, left: list[pd.DataFrame], right: list[pd.
 def deduplicate(df: pd.DataFrame) -> pd.DataFrame:
     """Drop duplicate rows of a shard that holds every copy of its rows."""
     return require_pandas(df, "deduplicates").drop_duplicates()
+
+
+# -- partitions spread over workers --------------------------------------------------------------
+
+RowRange = tuple[int, int, int]  # (partition index, first row, end row)
+
+
+def partition_weight(shards: Sequence[Shard]) -> int:
+    """Rows of a partition (a list of shards); a shard that is not a row tree counts as one."""
+    return sum(1 if num_rows(shard) is None else int(num_rows(shard)) for shard in shards)
+
+
+def slice_partition(shards: Sequence[Shard], start: int, stop: int) -> list[Shard]:
+    """Rows ``start:stop`` of a partition whose shards are read as one sequence of rows; a shard
+    that is not a row tree is one unsplittable row."""
+    sliced: list[Shard] = []
+    offset = 0
+    for shard in shards:
+        rows = num_rows(shard)
+        weight = 1 if rows is None else rows
+        begin, end = max(start, offset), min(stop, offset + weight)
+        if begin < end:
+            sliced.append(shard if rows is None or (begin == offset and end == offset + weight) else slice_rows(shard, begin - offset, end - offset))
+        offset += weight
+    return sliced
+
+
+def assign_row_ranges(partition_rows: Sequence[int], partition_nodes: Sequence[Optional[str]],
+                      worker_nodes: Sequence[Optional[str]]) -> list[list[RowRange]]:
+    """Give each worker a set of row ranges so that every row goes to exactly one worker and the
+    row counts differ by at most one.
+
+    Whole partitions go first, each to a worker on the partition's own node when one has room;
+    the rest are cut to fill the remaining quotas. Empty partitions are skipped.
+
+    Examples
+    --------
+    >>> assign_row_ranges([3, 5], ["a", "b"], ["b", "a"])
+    [[(1, 0, 4)], [(0, 0, 3), (1, 4, 5)]]
+    """
+    total, workers = sum(partition_rows), len(worker_nodes)
+    quota = [total // workers + (1 if i < total % workers else 0) for i in range(workers)]
+    ranges: list[list[RowRange]] = [[] for _ in range(workers)]
+    remaining_rows = {index: rows for index, rows in enumerate(partition_rows) if rows > 0}
+    by_size = sorted(remaining_rows, key=lambda index: (-partition_rows[index], index))
+    for index in by_size:  # whole partitions on their own node
+        local = [w for w in range(workers) if worker_nodes[w] is not None and worker_nodes[w] == partition_nodes[index]
+                 and quota[w] >= partition_rows[index]]
+        if local:
+            worker = max(local, key=lambda w: (quota[w], -w))
+            ranges[worker].append((index, 0, partition_rows[index]))
+            quota[worker] -= partition_rows[index]
+            del remaining_rows[index]
+    for index in sorted(remaining_rows):  # the rest, cut where needed; local workers first
+        start, end = 0, remaining_rows[index]
+        order = sorted(range(workers), key=lambda w: (worker_nodes[w] != partition_nodes[index], w))
+        for worker in order:
+            if start == end:
+                break
+            take = min(quota[worker], end - start)
+            if take > 0:
+                ranges[worker].append((index, start, start + take))
+                quota[worker] -= take
+                start += take
+    return [sorted(worker_ranges) for worker_ranges in ranges]
+
+
+def partition_nbytes(shards: Sequence[Shard]) -> int:
+    """In-memory bytes of a partition's row-tree leaves (object columns count their pointers only)."""
+    total = 0
+    for shard in shards:
+        if not is_row_tree(shard):
+            continue
+        for _, leaf in tree_leaves(shard):
+            if isinstance(leaf, pd.DataFrame):
+                total += int(leaf.memory_usage(index=False, deep=False).sum())
+            elif isinstance(leaf, pd.Series):
+                total += int(leaf.memory_usage(index=False, deep=False))
+            else:
+                total += int(getattr(leaf, "nbytes", 0))
+    return total

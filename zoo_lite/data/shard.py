@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
     from pyspark.sql import DataFrame as SparkDataFrame
 
+    from zoo_lite.data.ray_xshards import RayXShards
+
 __all__ = ["XShards", "SparkXShards"]
 
 T = TypeVar("T")
@@ -328,9 +330,14 @@ class SparkXShards(XShards):
         non_empty = [(index, schema) for index, filled, schema in schemas if filled]
         return convert.unify_arrow_schemas(non_empty or [(index, schema) for index, _, schema in schemas[:1]])
 
-    def to_ray(self) -> Any:
-        """Move the shards into Ray's object store from the executors (needs Ray on Spark)."""
-        raise InvalidArgumentError("to_ray() needs Ray on Spark, which is not available in this zoo_lite version yet")
+    def to_ray(self) -> "RayXShards":
+        """Put every partition into Ray's object store from the executors, never through the driver.
+
+        Ray on Spark is started with the context's Ray options if it is not running yet. See
+        :class:`~zoo_lite.data.ray_xshards.RayXShards`."""
+        from zoo_lite.data.ray_xshards import spark_to_ray
+
+        return spark_to_ray(self)
 
     # -- transformations ----------------------------------------------------------------------------
 

@@ -1,0 +1,276 @@
+"""Ray on Spark on real Spark (local, local-cluster, loopback standalone) and real Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from tests.ray_on_spark.helpers import alive, describe, ray_processes, wait_until_gone
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError
+from zoo_lite.ray_on_spark.node_launch import NodePlan, ray_start_command
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def run_on_every_node() -> dict[str, str]:
+    """Run one task pinned to each alive node; return node id -> the node id the task saw."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    @ray.remote(num_cpus=0)
+    def node_id() -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+    seen = ray.get([node_id.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote() for n in nodes], timeout=120)
+    return dict(zip(nodes, seen))
+
+
+def assert_nodes_match_executors(expected_nodes: int, cpus_per_node: int) -> None:
+    import ray
+
+    ray_context = OrcaContext.get_ray_context()
+    assert ray_context is not None and len(ray_context.nodes) == expected_nodes
+    alive_nodes = [node for node in ray.nodes() if node["Alive"]]
+    assert len(alive_nodes) == expected_nodes
+    assert all(node["Resources"]["CPU"] == cpus_per_node for node in alive_nodes)
+    ran = run_on_every_node()
+    assert len(ran) == expected_nodes and all(key == value for key, value in ran.items())
+
+
+def stop_and_check_clean(ray_context) -> None:
+    processes = ray_processes(ray_context)
+    assert processes, "the Ray nodes' processes should be visible before the stop"
+    stop_orca_context()
+    left = wait_until_gone(processes, timeout_s=30)
+    assert not left, f"Ray processes left after stop_orca_context(): {describe(left)}"
+    assert not any(os.path.exists(node["temp_dir"]) for node in ray_context.nodes)
+
+
+def test_local_mode_starts_one_node_with_the_local_cores_and_stops_it_all() -> None:
+    import ray
+
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    assert ray.is_initialized()
+    assert_nodes_match_executors(expected_nodes=1, cpus_per_node=2)
+    assert ray.get(ray.remote(lambda: 41 + 1).remote(), timeout=60) == 42
+    stop_and_check_clean(ray_context)
+    assert not ray.is_initialized()
+
+
+def test_local_cluster_gets_one_node_per_executor() -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    assert_nodes_match_executors(expected_nodes=2, cpus_per_node=1)
+    assert len({node["executor_pid"] for node in ray_context.nodes}) == 2
+    stop_and_check_clean(ray_context)
+
+
+@pytest.mark.cluster
+def test_loopback_standalone_with_two_workers_gets_one_node_per_executor() -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="standalone", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    assert_nodes_match_executors(expected_nodes=2, cpus_per_node=1)
+    stop_and_check_clean(ray_context)
+
+
+def test_ten_init_stop_cycles_leave_nothing() -> None:
+    stop_orca_context()
+    every_process: list[psutil.Process] = []
+    for _ in range(10):
+        init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True)
+        every_process += ray_processes(OrcaContext.get_ray_context())
+        stop_orca_context()
+    left = wait_until_gone(every_process, timeout_s=30)
+    assert not left, f"Ray processes left after 10 init/stop cycles: {describe(left)}"
+
+
+def test_ray_started_on_demand_uses_the_context_options() -> None:
+    import ray
+
+    from zoo_lite.context import ray_context_started_on_demand
+
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=2, ray_node_cpu_cores=1, env={"ZOO_LITE_PROBE": "from-env"},
+                      system_config={"object_timeout_milliseconds": 150})
+    assert OrcaContext.get_ray_context() is None
+    ray_context = ray_context_started_on_demand()
+    assert OrcaContext.get_ray_context() is ray_context and ray_context.nodes[0]["num_cpus"] == 1
+    assert ray_context_started_on_demand() is ray_context
+    assert ray.get(ray.remote(lambda: __import__("os").environ.get("ZOO_LITE_PROBE")).remote(), timeout=60) == "from-env"
+    stop_and_check_clean(ray_context)
+
+
+def test_token_authentication_stays_on_and_the_dashboard_is_off() -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    try:
+        processes = ray_processes(ray_context)
+        commands = [" ".join(p.cmdline()) for p in alive(processes)]
+        assert not any("dashboard.py" in command and "--minimal" not in command and "include" in command for command in commands)
+        raylet = next(command for command in commands if "/raylet " in command or command.endswith("/raylet"))
+        assert raylet  # the node runs
+        # a client without the token is refused
+        probe = textwrap.dedent(f"""
+            import os, ray
+            os.environ["RAY_AUTH_MODE"] = "disabled"
+            os.environ.pop("RAY_AUTH_TOKEN", None)
+            try:
+                ray.init(address="{ray_context.address}", _temp_dir="{ray_context.nodes[0]['temp_dir']}")
+                print("CONNECTED")
+            except Exception as error:
+                print("REFUSED", type(error).__name__)
+        """)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+        env["RAY_AUTH_TOKEN_PATH"] = "/nonexistent/token"
+        env["RAY_gcs_rpc_server_connect_timeout_s"] = "5"
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=180, env=env)
+        assert "REFUSED" in result.stdout, result.stdout + result.stderr[-2000:]
+    finally:
+        stop_orca_context()
+
+
+def test_ray_start_command_keeps_the_dashboard_off_unless_asked() -> None:
+    plan = NodePlan("127.0.0.1", 1, "secret", "token", cpus_per_node=2, start_timeout_s=60)
+    head = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None, head_port=6390)
+    assert "--include-dashboard=false" in head and "--no-monitor" in head
+    worker = ray_start_command(plan, "127.0.0.1", "n1", "/tmp/y", head_address="127.0.0.1:6390")
+    assert "--address=127.0.0.1:6390" in worker and "--head" not in worker
+    with_ui = ray_start_command(NodePlan("127.0.0.1", 1, "s", "t", 1, 60, include_dashboard=True), "127.0.0.1", "n", "/t", None, 1)
+    assert "--include-dashboard=true" in with_ui and "--dashboard-host=127.0.0.1" in with_ui
+
+
+# -- bad input and failures ---------------------------------------------------------------------
+
+
+def test_more_ray_nodes_than_executors_is_refused_and_spark_is_stopped() -> None:
+    stop_orca_context()
+    with pytest.raises(InvalidArgumentError, match=r"num_ray_nodes=3 is more than the 2 Spark executor"):
+        init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True, num_ray_nodes=3)
+    assert not OrcaContext.is_active()
+
+
+def test_several_nodes_in_local_mode_are_refused() -> None:
+    stop_orca_context()
+    with pytest.raises(InvalidArgumentError, match=r"num_ray_nodes=2 with cluster_mode='local'"):
+        init_orca_context(cluster_mode="local", init_ray_on_spark=True, num_ray_nodes=2)
+
+
+def test_bad_option_values_are_refused_before_anything_starts() -> None:
+    stop_orca_context()
+    with pytest.raises(InvalidArgumentError, match=r"ray_start_timeout_s=0 must be a positive number"):
+        init_orca_context(init_ray_on_spark=True, ray_start_timeout_s=0)
+    with pytest.raises(InvalidArgumentError, match=r"object_store_memory='10m' is below Ray's minimum"):
+        init_orca_context(cores=1, init_ray_on_spark=True, object_store_memory="10m")
+    assert not OrcaContext.is_active()
+
+
+def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> None:
+    stop_orca_context()
+    before = {p.pid for p in psutil.process_iter() if "zoo_lite.ray_on_spark.watchdog" in " ".join(_cmdline(p))}
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(ClusterStartError, match=r"(?s)failed to start; last lines of `ray start`:.*"):
+            init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                              extra_params={"node_manager_port": port}, ray_start_timeout_s=60)
+        assert time.monotonic() - started < 150
+    assert not OrcaContext.is_active()
+    watchdogs = [p for p in psutil.process_iter() if "zoo_lite.ray_on_spark.watchdog" in " ".join(_cmdline(p)) and p.pid not in before]
+    assert not wait_until_gone(watchdogs, timeout_s=30)
+
+
+def test_an_unknown_ray_start_option_is_reported_with_its_output() -> None:
+    stop_orca_context()
+    with pytest.raises(ClusterStartError, match=r"(?s)Ray node .* failed to start.*no_such_option|No such option"):
+        init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True, extra_params={"no_such_option": 1})
+    assert not OrcaContext.is_active()
+
+
+def test_dynamic_allocation_gets_a_clear_error() -> None:
+    stop_orca_context()
+    with pytest.raises(ContextError, match=r"spark.dynamicAllocation.enabled=true"):
+        init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                          conf={"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.shuffleTracking.enabled": "true"})
+    assert not OrcaContext.is_active()
+
+
+def test_an_already_connected_ray_is_refused() -> None:
+    import ray
+
+    stop_orca_context()
+    ray.init(num_cpus=1, include_dashboard=False)
+    try:
+        with pytest.raises(ContextError, match=r"already connected to Ray"):
+            init_orca_context(cores=1, init_ray_on_spark=True)
+    finally:
+        ray.shutdown()
+    assert not OrcaContext.is_active()
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+# -- crashes --------------------------------------------------------------------------------------
+
+_DRIVER = textwrap.dedent("""
+    import json, sys, time
+    import psutil
+    from zoo_lite import OrcaContext, init_orca_context
+    init_orca_context(cluster_mode=sys.argv[1], num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    pids = []
+    for node in OrcaContext.get_ray_context().nodes:
+        watchdog = psutil.Process(node["watchdog_pid"])
+        pids += [[p.pid, p.create_time()] for p in [watchdog, *watchdog.children(recursive=True)]]
+    print("PIDS " + json.dumps(pids), flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_driver_killed_with_sigkill_leaves_no_ray_process() -> None:
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, "local-cluster"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        line = ""
+        while not line.startswith("PIDS ") and time.monotonic() < deadline:
+            line = driver.stdout.readline()
+            if not line and driver.poll() is not None:
+                break
+        assert line.startswith("PIDS "), "the driver did not start Ray"
+        processes = []
+        for pid, started in json.loads(line[5:]):
+            try:
+                process = psutil.Process(pid)
+                if abs(process.create_time() - started) < 1:
+                    processes.append(process)
+            except psutil.Error:
+                pass
+        assert len(processes) >= 4  # two watchdogs, each with ray start, raylet, ...
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(30)
+        left = wait_until_gone(processes, timeout_s=30)
+        assert not left, f"Ray processes outlived the SIGKILLed driver: {describe(left)}"
+    finally:
+        if driver.poll() is None:
+            driver.kill()

@@ -1,0 +1,148 @@
+"""SparkXShards -> RayXShards -> SparkXShards on real Spark and real Ray, and the failures."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.ray_on_spark.helpers import describe, wait_until_gone
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import SparkXShards, XShards
+from zoo_lite.data.ray_xshards import ObjectStoreFullError, PartitionLostError, RayXShards
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def ray_local_cluster():
+    """Two executors, each with its Ray node."""
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    yield OrcaContext.get_ray_context()
+    stop_orca_context()
+
+
+@pytest.fixture
+def actor_class():
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Worker:
+        def node(self) -> str:
+            return ray.get_runtime_context().get_node_id()
+
+    return Worker
+
+
+def frames(sizes: list[int]) -> SparkXShards:
+    """One pandas shard per partition, with these row counts (0 gives an empty partition)."""
+    sc = OrcaContext.get_spark_context()
+    starts = np.cumsum([0, *sizes])
+    data = [[] if size == 0 else [pd.DataFrame({"id": np.arange(starts[i], starts[i] + size), "v": np.arange(size) * 0.5})]
+            for i, size in enumerate(sizes)]
+    return SparkXShards(sc.parallelize(data, len(data)).flatMap(lambda shards: shards))
+
+
+def test_round_trip_keeps_content_and_order(ray_local_cluster) -> None:
+    shards = frames([3, 0, 5, 4])
+    in_ray = shards.to_ray()
+    assert in_ray.num_partitions() == 4 and len(in_ray) == 12
+    assert in_ray.partition_rows() == [3, 0, 5, 4]
+    back = in_ray.to_spark_xshards()
+    expected = pd.concat(shards.collect(), ignore_index=True)
+    assert back.num_partitions() == 4
+    pd.testing.assert_frame_equal(pd.concat(back.collect(), ignore_index=True), expected)
+    # the partitions sit on the executors' own nodes, both of them
+    assert len(set(in_ray.partition_nodes())) == 2
+    in_ray.release()
+
+
+def test_round_trip_of_ndarray_dicts_and_a_single_partition(ray_local_cluster) -> None:
+    data = {"x": np.arange(20).reshape(10, 2), "y": np.arange(10)}
+    in_ray = XShards.partition(data, num_shards=1).to_ray()
+    assert in_ray.num_partitions() == 1 and len(in_ray) == 10
+    (back,) = in_ray.to_spark_xshards().collect()
+    np.testing.assert_array_equal(back["x"], data["x"])
+    np.testing.assert_array_equal(back["y"], data["y"])
+
+
+def test_more_actors_than_partitions_splits_rows_evenly(ray_local_cluster, actor_class) -> None:
+    in_ray = frames([7, 0]).to_ray()
+    actors = [actor_class.remote() for _ in range(3)]
+    assigned = in_ray.assign_partitions_to_actors(actors)
+    assert [sum(stop - start for _, start, stop in slices) for slices in assigned] == [3, 2, 2]
+    result = in_ray.transform_shards_with_actors(actors, lambda actor, shards: pd.concat(shards, ignore_index=True))
+    assert isinstance(result, RayXShards) and result.partition_rows() == [3, 2, 2]
+    ids = np.concatenate([frame["id"].to_numpy() for frame in result.collect()])
+    np.testing.assert_array_equal(ids, np.arange(7))
+    back = result.to_spark_xshards().collect()
+    assert [len(frame) for frame in back] == [3, 2, 2]
+
+
+def test_assignment_balances_rows_and_prefers_local_partitions(ray_local_cluster, actor_class) -> None:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    in_ray = frames([10, 2, 2, 10]).to_ray()
+    nodes = sorted(set(in_ray.partition_nodes()))
+    actors = [actor_class.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote() for node in nodes]
+    assigned = in_ray.assign_partitions_to_actors(actors)
+    rows = [sum(stop - start for _, start, stop in slices) for slices in assigned]
+    assert rows == [12, 12]
+    refs = in_ray.object_refs()
+    for actor_node, slices in zip(nodes, assigned):
+        whole = [ref for ref, start, stop in slices if start == 0 and stop == in_ray.partition_rows()[refs.index(ref)]]
+        assert any(in_ray.partition_nodes()[refs.index(ref)] == actor_node for ref in whole)
+    assert ray.get([actor.node.remote() for actor in actors]) == nodes
+
+
+def test_release_frees_the_owner_actors(ray_local_cluster) -> None:
+    import ray
+
+    in_ray = frames([2, 2]).to_ray()
+    owners = list(in_ray._owners)
+    in_ray.release()
+    in_ray.release()  # idempotent
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(owners[0].registered.remote(), timeout=60)
+
+
+def test_a_partition_larger_than_the_object_store_names_object_store_memory() -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True, object_store_memory="80m")
+    try:
+        shards = XShards.partition({"x": np.zeros((4, 5_000_000))}, num_shards=1)  # 160 MB in one partition
+        with pytest.raises(ObjectStoreFullError, match=r"partition 0 holds 153 MiB, more than the 80 MiB object store.*object_store_memory"):
+            shards.to_ray()
+        assert len(XShards.partition({"x": np.zeros((4, 100))}, num_shards=2).to_ray()) == 4  # still usable
+    finally:
+        stop_orca_context()
+
+
+def test_a_killed_executor_ends_its_ray_node_and_its_partitions_are_reported_lost() -> None:
+    import psutil
+    import ray
+
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    try:
+        ray_context = OrcaContext.get_ray_context()
+        in_ray = frames([4, 4, 4, 4]).to_ray()
+        victim = ray_context.nodes[1]  # not the head: its loss would end the whole cluster
+        watchdog = psutil.Process(victim["watchdog_pid"])
+        node_processes = [watchdog, *watchdog.children(recursive=True)]
+        lost_node = next(n["NodeID"] for n in ray.nodes() if n.get("NodeName") == victim["node_name"])
+        expected_lost = [i for i, node in enumerate(in_ray.partition_nodes()) if node == lost_node]
+        assert expected_lost
+        os.kill(victim["executor_pid"], signal.SIGKILL)
+        left = wait_until_gone(node_processes, timeout_s=30)
+        assert not left, f"Ray processes outlived their SIGKILLed executor: {describe(left)}"
+        with pytest.raises(PartitionLostError, match=re.escape(f"partitions {expected_lost} of this RayXShards are lost")):
+            in_ray.collect()
+    finally:
+        stop_orca_context()

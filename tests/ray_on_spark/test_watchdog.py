@@ -1,0 +1,133 @@
+"""The watchdog and the driver's lease server, on real processes that stand in for a Ray node
+(a command that starts a child and prints Ray's start-up line), so these run in seconds."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.ray_on_spark.helpers import describe, wait_until_gone
+from zoo_lite.ray_on_spark.lease import LeaseServer
+from zoo_lite.ray_on_spark.watchdog import WatchdogSpec
+
+pytestmark = pytest.mark.timeout(120)
+
+# a "node": one child that keeps running, one grandchild whose parent exits (an orphan that only a
+# subreaper still sees), then the start-up line
+_NODE = """
+import subprocess, sys, time
+subprocess.Popen(["sleep", "600"])
+subprocess.Popen([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '601'])"]).wait()
+print("Ray runtime started.", flush=True)
+time.sleep(600)
+"""
+
+
+def start_watchdog(lease_host: str, lease_port: int, secret: str, owner: psutil.Process) -> tuple[subprocess.Popen, WatchdogSpec]:
+    temp_dir = tempfile.mkdtemp(prefix="zl-test-")
+    spec = WatchdogSpec(
+        command=[sys.executable, "-c", _NODE], env={}, log_path=os.path.normpath(os.path.join(temp_dir, "..", Path(temp_dir).name + ".log")),
+        temp_dir=temp_dir, node_name="test-node", lease_host=lease_host, lease_port=lease_port, lease_secret=secret,
+        executor_pid=owner.pid, executor_create_time=owner.create_time(), kill_deadline_s=10,
+    )
+    spec_path = os.path.join(temp_dir, "spec.json")
+    spec.dump(spec_path)
+    watchdog = subprocess.Popen([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", spec_path], start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if os.path.exists(spec.log_path) and "Ray runtime started." in Path(spec.log_path).read_text():
+            return watchdog, spec
+        assert watchdog.poll() is None, Path(spec.log_path).read_text() if os.path.exists(spec.log_path) else "no log"
+        time.sleep(0.05)
+    raise AssertionError("the stand-in node did not start")
+
+
+def node_tree(watchdog: subprocess.Popen) -> list[psutil.Process]:
+    process = psutil.Process(watchdog.pid)
+    deadline = time.monotonic() + 10
+    tree = process.children(recursive=True)
+    while len(tree) < 3 and time.monotonic() < deadline:  # node, sleep 600, orphaned sleep 601
+        time.sleep(0.05)
+        tree = process.children(recursive=True)
+    return [process, *tree]
+
+
+@pytest.fixture
+def owner():
+    """A process standing in for the executor JVM."""
+    process = subprocess.Popen(["sleep", "600"])
+    yield psutil.Process(process.pid)
+    process.kill()
+    process.wait()
+
+
+def test_stop_ends_the_whole_tree_including_orphans_and_confirms(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1")
+    watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    tree = node_tree(watchdog)
+    assert len(tree) >= 4 and any("601" in " ".join(p.cmdline()) for p in tree)
+    assert lease.node_names() == ["test-node"]
+    started = time.monotonic()
+    assert lease.stop_all(timeout_s=30) == []
+    assert time.monotonic() - started < 5
+    assert not wait_until_gone(tree, 10), describe(tree)
+    assert not os.path.exists(spec.temp_dir) and not os.path.exists(spec.log_path)
+    assert watchdog.wait(10) == 0
+
+
+def test_a_dropped_driver_connection_ends_the_node_and_keeps_the_log(owner) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    watchdog, spec = start_watchdog("127.0.0.1", server.getsockname()[1], "any", owner)
+    connection, _ = server.accept()
+    tree = node_tree(watchdog)
+    connection.close()  # what the kernel does when the driver process dies
+    server.close()
+    assert not wait_until_gone(tree, 15), describe(tree)
+    assert "the driver's connection closed" in Path(spec.log_path).read_text()
+    os.unlink(spec.log_path)
+
+
+def test_a_dead_executor_ends_the_node(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1")
+    watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    tree = node_tree(watchdog)
+    owner.kill()
+    assert not wait_until_gone(tree, 15), describe(tree)
+    assert f"the executor process {owner.pid} exited" in Path(spec.log_path).read_text()
+    assert lease.stop_all(timeout_s=1) in ([], ["test-node"])
+    os.unlink(spec.log_path)
+
+
+def test_a_wrong_secret_is_refused_and_the_node_ends(owner, tmp_path) -> None:
+    lease = LeaseServer.start("127.0.0.1")
+    spec = WatchdogSpec(command=[sys.executable, "-c", _NODE], env={}, log_path=str(tmp_path / "node.log"),
+                        temp_dir=str(tmp_path / "t"), node_name="n", lease_host="127.0.0.1", lease_port=lease.port,
+                        lease_secret="not-the-secret", executor_pid=owner.pid, executor_create_time=owner.create_time())
+    spec.dump(str(tmp_path / "spec.json"))
+    result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
+    assert result.returncode == 0 and lease.node_names() == []
+    assert "the driver's connection closed" in (tmp_path / "node.log").read_text()
+    assert lease.stop_all(timeout_s=1) == []
+
+
+def test_no_driver_means_no_node(owner, tmp_path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    spec = WatchdogSpec(command=["sleep", "600"], env={}, log_path=str(tmp_path / "node.log"), temp_dir=str(tmp_path / "t"),
+                        node_name="n", lease_host="127.0.0.1", lease_port=closed_port, lease_secret="s",
+                        executor_pid=owner.pid, executor_create_time=owner.create_time(), connect_timeout_s=2)
+    spec.dump(str(tmp_path / "spec.json"))
+    result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
+    assert result.returncode == 2
+    assert "cannot reach the driver" in (tmp_path / "node.log").read_text()

@@ -1,0 +1,352 @@
+"""XShards in Ray's object store: partitions put there by Spark tasks on the executors.
+
+``SparkXShards.to_ray()`` runs one Spark task per partition. Each task connects to the Ray node of
+its own executor, puts its partition (the list of its shards) into that node's object store with
+a long-lived *owner* actor on the same node as the owner, and registers the reference with that
+actor. The data never passes through the driver, and it outlives the Spark task. The owner actors
+belong to the :class:`RayXShards`; :meth:`RayXShards.release` (or garbage collection) ends them
+and frees the objects.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+
+from zoo_lite.data import partition_ops
+from zoo_lite.errors import InvalidArgumentError, ZooLiteError, raising_transportably
+
+if TYPE_CHECKING:
+    from zoo_lite.data.shard import SparkXShards
+    from zoo_lite.ray_on_spark import RayContext
+
+__all__ = ["RayXShards", "PartitionLostError", "ObjectStoreFullError"]
+
+_NAMESPACE = "zoo_lite"
+_GET_TIMEOUT_S = 600.0
+
+
+class PartitionLostError(ZooLiteError):
+    """Partitions of a RayXShards are gone, e.g. because the Ray node holding them died."""
+
+
+class ObjectStoreFullError(ZooLiteError):
+    """A partition does not fit into the Ray object store."""
+
+
+class PartitionOwner:
+    """Owns the partition objects put on its node; they live as long as it does."""
+
+    def __init__(self) -> None:
+        self.refs: dict[int, Any] = {}
+
+    def adopt(self, index: int, partition: list[Any]) -> None:
+        """Put ``partition`` (read zero-copy from this node's store) as an object this actor owns;
+        Ray 2.56 removed ``ray.put(_owner=...)``, so the owner puts it itself."""
+        import ray
+
+        self.refs[index] = ray.put(partition)
+
+    def hold(self, index: int, boxed_ref: list[Any]) -> None:
+        """Keep a reference owned elsewhere (boxed, so that Ray passes the reference, not the value)."""
+        self.refs[index] = boxed_ref[0]
+
+    def boxed(self, index: int) -> list[Any]:
+        """The reference of partition ``index``, boxed: the caller borrows it in-band."""
+        return [self.refs[index]]
+
+    def registered(self) -> dict[int, list[Any]]:
+        return {index: [ref] for index, ref in self.refs.items()}
+
+
+@dataclass(frozen=True)
+class _Partition:
+    index: int
+    ref: Any
+    node_id: str
+    rows: int
+    holder: str  # name of the PartitionOwner that hands the reference to Spark tasks
+
+
+def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) -> None:
+    """Connect this Spark Python worker to the Ray node of its own executor (once per worker)."""
+    import ray
+
+    from zoo_lite.ray_on_spark.cluster import connect_to_node
+    from zoo_lite.ray_on_spark.node_launch import executor_process
+
+    if ray.is_initialized():
+        if ray.get_runtime_context().gcs_address == address:
+            return
+        ray.shutdown()  # a worker reused from an earlier cluster
+    hostname, (executor_pid, _) = socket.gethostname(), executor_process()
+    on_host = [node for node in nodes if node["hostname"] == hostname]
+    chosen = [node for node in on_host if node["executor_pid"] == executor_pid] or on_host
+    if not chosen:
+        raise ZooLiteError(
+            f"the Spark executor on {hostname} has no Ray node; to_ray() needs a Ray node on every executor "
+            "host: start Ray with num_ray_nodes equal to the number of executors"
+        )
+    connect_to_node(address, token, chosen[0]["temp_dir"])
+
+
+def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
+    """Refuse a partition larger than its node's whole object store: Ray 2.60 would not fail but
+    write it to disk outside the store, slowly, and possibly fill the disk."""
+    size = partition_ops.partition_nbytes(partition)
+    if store_bytes and size > store_bytes:
+        raise ObjectStoreFullError(
+            f"partition {index} holds {size / 2**20:.0f} MiB, more than the {store_bytes / 2**20:.0f} MiB object store "
+            "of its Ray node; raise object_store_memory in init_orca_context, or split the data into more "
+            "partitions (repartition)"
+        )
+
+
+def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner_names: dict[str, str],
+                    store_bytes: dict[str, float]) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
+    def put(index: int, shards: Iterator[Any]) -> list[tuple[int, str, int]]:
+        import ray
+        from ray.exceptions import ObjectStoreFullError as RayStoreFull
+
+        _connect_from_task(address, token, nodes)
+        partition = list(shards)
+        node_id = ray.get_runtime_context().get_node_id()
+        _check_fits(index, partition, store_bytes.get(node_id))
+        owner = ray.get_actor(owner_names[node_id], namespace=_NAMESPACE)
+        try:
+            ray.get(owner.adopt.remote(index, partition), timeout=_GET_TIMEOUT_S)
+        except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
+            raise ObjectStoreFullError(
+                f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
+                f"in init_orca_context, or use more, smaller partitions (repartition): {error}"
+            ) from None
+        return [(index, node_id, partition_ops.partition_weight(partition))]
+
+    return raising_transportably(put)
+
+
+def _start_owners(ray_context: "RayContext") -> dict[str, tuple[str, Any]]:
+    """One owner actor per Ray node that has CPUs (the nodes of the executors), pinned there."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    owner_class = ray.remote(num_cpus=0)(PartitionOwner)
+    names = {node["node_name"] for node in ray_context.nodes}
+    node_ids = [node["NodeID"] for node in ray.nodes() if node["Alive"] and node.get("NodeName") in names]
+    tag = uuid.uuid4().hex[:8]
+    owners = {}
+    for node_id in node_ids:
+        name = f"zoo_lite-owner-{tag}-{node_id[:12]}"
+        owners[node_id] = (name, owner_class.options(
+            name=name, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote())
+    ray.get([owner.registered.remote() for _, owner in owners.values()], timeout=_GET_TIMEOUT_S)
+    return owners
+
+
+def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
+    """Put every partition of ``shards`` into Ray from the executors (see the module docstring)."""
+    import ray
+
+    from zoo_lite.context import ray_context_started_on_demand
+    from zoo_lite.data.shard import _run
+
+    ray_context = ray_context_started_on_demand()
+    named_owners = _start_owners(ray_context)
+    store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in ray.nodes() if node["Alive"]}
+    owner_names = {node_id: name for node_id, (name, _) in named_owners.items()}
+    owners = {node_id: owner for node_id, (_, owner) in named_owners.items()}
+    try:
+        placed = _run(shards._sc, shards.rdd.mapPartitionsWithIndex(
+            _put_partitions(ray_context.address, ray_context.auth_token, ray_context.nodes, owner_names, store_bytes)).collect)
+        refs: dict[int, Any] = {}
+        for owner in owners.values():
+            refs.update({index: boxed[0] for index, boxed in ray.get(owner.registered.remote(), timeout=_GET_TIMEOUT_S).items()})
+    except BaseException:
+        for owner in owners.values():
+            ray.kill(owner)
+        raise
+    partitions = [_Partition(index, refs[index], node_id, rows, owner_names[node_id]) for index, node_id, rows in sorted(placed)]
+    return RayXShards(partitions, list(owners.values()))
+
+
+class RayXShards:
+    """Partitions of an XShards held in Ray's object store, one object per partition.
+
+    Built by :meth:`SparkXShards.to_ray`; each partition is the list of shards the Spark
+    partition held. It keeps the actors that own the objects: :meth:`release` frees them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite.data import XShards
+    >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+    >>> shards = XShards.partition({"x": np.arange(10)}, num_shards=2)
+    >>> in_ray = shards.to_ray()
+    >>> len(in_ray), in_ray.num_partitions()
+    (10, 2)
+    >>> [int(s["x"].sum()) for s in in_ray.to_spark_xshards().collect()]
+    [10, 35]
+    >>> stop_orca_context()
+    """
+
+    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = ()) -> None:
+        self._partitions = list(partitions)
+        self._owners = list(owners)
+
+    # -- facts ----------------------------------------------------------------------------------
+
+    def num_partitions(self) -> int:
+        """Number of partitions (objects)."""
+        return len(self._partitions)
+
+    def __len__(self) -> int:
+        """Rows over all partitions (a shard that is not rows counts as one)."""
+        return sum(partition.rows for partition in self._partitions)
+
+    def partition_rows(self) -> list[int]:
+        """Rows of each partition, in partition order."""
+        return [partition.rows for partition in self._partitions]
+
+    def partition_nodes(self) -> list[str]:
+        """The Ray node id holding each partition, in partition order."""
+        return [partition.node_id for partition in self._partitions]
+
+    def object_refs(self) -> list[Any]:
+        """The object reference of each partition, in partition order."""
+        return [partition.ref for partition in self._partitions]
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def collect(self) -> list[Any]:
+        """All shards on the driver, in order (for small data and tests)."""
+        return [shard for partition in self._get(list(range(len(self._partitions)))) for shard in partition]
+
+    def _get(self, positions: list[int]) -> list[list[Any]]:
+        import ray
+
+        refs = [self._partitions[p].ref for p in positions]
+        try:
+            return ray.get(refs, timeout=_GET_TIMEOUT_S)
+        except (ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError, ray.exceptions.ObjectFetchTimedOutError) as error:
+            lost = self._lost_partitions(positions)
+            raise PartitionLostError(
+                f"partitions {lost} of this RayXShards are lost (the Ray node or owner holding them died); "
+                "build it again from the SparkXShards with to_ray()"
+            ) from error
+
+    def _lost_partitions(self, positions: list[int]) -> list[int]:
+        import ray
+
+        lost = []
+        for position in positions:
+            try:
+                ray.get(self._partitions[position].ref, timeout=30)
+            except Exception:  # noqa: BLE001 - any failure to fetch means the partition is gone
+                lost.append(self._partitions[position].index)
+        return lost
+
+    def assign_partitions_to_actors(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int]]]:
+        """Spread the rows over ``actors``: for each actor, a list of ``(object_ref, start, stop)``.
+
+        Each actor gets the same number of rows (within one), whole partitions on its own node
+        first; partitions are cut when needed, including when there are fewer partitions than
+        actors. Empty partitions are skipped.
+        """
+        if not actors:
+            raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
+        ranges = partition_ops.assign_row_ranges(self.partition_rows(), self.partition_nodes(), actor_nodes(actors))
+        return [[(self._partitions[index].ref, start, stop) for index, start, stop in worker] for worker in ranges]
+
+    def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
+        """Run ``func(actor_instance, shards)`` inside each actor on the rows assigned to it (see
+        :meth:`assign_partitions_to_actors`); each call's return value is the one shard of one
+        partition of the result, which the driver owns."""
+        import ray
+
+        assigned = self.assign_partitions_to_actors(actors)
+        results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
+        nodes = actor_nodes(actors)
+        rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
+        name = f"zoo_lite-holder-{uuid.uuid4().hex[:8]}"
+        holder = ray.remote(num_cpus=0)(PartitionOwner).options(name=name, namespace=_NAMESPACE).remote()
+        ray.get([holder.hold.remote(i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
+        partitions = [_Partition(i, ref, node or "", n, name) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
+        return RayXShards(partitions, [holder])
+
+    def to_spark_xshards(self) -> "SparkXShards":
+        """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray."""
+        from zoo_lite.context import OrcaContext, ray_context_started_on_demand
+        from zoo_lite.data.shard import SparkXShards
+
+        ray_context = ray_context_started_on_demand()
+        sc = OrcaContext.get_spark_context()
+        # tasks borrow each reference from its holder actor: a reference pickled into a Spark
+        # closure would be serialised out of band, which Ray cannot track
+        located = [(partition.holder, partition.index) for partition in self._partitions]
+        fetch = _fetch_partition(ray_context.address, ray_context.auth_token, ray_context.nodes)
+        return SparkXShards(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch))
+
+    def release(self) -> None:
+        """End the owner actors, which frees the partition objects (idempotent)."""
+        import ray
+
+        owners, self._owners = self._owners, []
+        if owners and ray.is_initialized():
+            for owner in owners:
+                ray.kill(owner)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown or Ray already gone
+            pass
+
+    def __repr__(self) -> str:
+        return f"RayXShards(num_partitions={self.num_partitions()}, rows={len(self)})"
+
+
+def actor_nodes(actors: Sequence[Any]) -> list[Optional[str]]:
+    """The Ray node id each actor runs on."""
+    import ray
+
+    return ray.get([actor.__ray_call__.remote(_node_id_of) for actor in actors], timeout=_GET_TIMEOUT_S)
+
+
+def _node_id_of(_: Any) -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def _rows_of(_: Any, boxed: list[Any]) -> int:
+    import ray
+
+    return partition_ops.partition_weight(ray.get(boxed[0]))
+
+
+def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices: list[tuple[Any, int, int]]) -> Any:
+    import ray
+
+    shards: list[Any] = []
+    for ref, start, stop in slices:
+        shards.extend(partition_ops.slice_partition(ray.get(ref), start, stop))
+    return [func(instance, shards)]
+
+
+def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> Callable[[Iterator[tuple[str, int]]], list[Any]]:
+    def fetch(located: Iterator[tuple[str, int]]) -> list[Any]:
+        import ray
+
+        _connect_from_task(address, token, nodes)
+        shards: list[Any] = []
+        for holder_name, index in located:
+            holder = ray.get_actor(holder_name, namespace=_NAMESPACE)
+            boxed = ray.get(holder.boxed.remote(index), timeout=_GET_TIMEOUT_S)
+            shards.extend(ray.get(boxed[0], timeout=_GET_TIMEOUT_S))
+        return shards
+
+    return raising_transportably(fetch)

@@ -1,0 +1,301 @@
+"""Driver side of Ray on Spark: start a Ray cluster made of the Spark executors, connect, stop.
+
+``local`` mode gets a one-node Ray on this machine with ``cores`` CPUs; every other mode gets one
+Ray node per executor, started by a barrier-mode Spark job (see :mod:`node_launch`). Both run each
+node under the same watchdog, so one clean-up path covers ``stop_orca_context()``, a driver crash
+and a lost executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import uuid
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, decode_remote_error
+from zoo_lite.ray_on_spark.lease import LeaseServer
+from zoo_lite.ray_on_spark.node_launch import NodeInfo, NodePlan, barrier_task_starting_nodes, start_node
+from zoo_lite.spark_settings import RaySettings, memory_to_mb
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["RayContext", "start_ray_on_spark"]
+
+_LOCAL_HOST = "127.0.0.1"
+_STOP_TIMEOUT_S = 30.0
+_NAMESPACE = "zoo_lite"
+
+
+@dataclass
+class RayContext:
+    """The running Ray cluster: its address, its nodes, and how to stop it.
+
+    Returned by ``OrcaContext.get_ray_context()`` once ``init_orca_context(init_ray_on_spark=True)``
+    has started Ray.
+
+    Attributes
+    ----------
+    address : str
+        The GCS address (``host:port``) of the head node.
+    nodes : list of dict
+        One entry per Ray node started for the executors: ``node_name``, ``host``, ``hostname``,
+        ``executor_pid`` and ``num_cpus``.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1, init_ray_on_spark=True)
+    >>> ray_context = OrcaContext.get_ray_context()
+    >>> len(ray_context.nodes), ray_context.nodes[0]["num_cpus"]
+    (1, 1)
+    >>> stop_orca_context()
+    """
+
+    address: str
+    nodes: list[dict[str, Any]]
+    auth_token: str = field(repr=False)
+    _lease: LeaseServer = field(repr=False)
+    _stopped: bool = field(default=False, repr=False)
+
+    def node_for(self, hostname: str, executor_pid: int) -> Optional[dict[str, Any]]:
+        """The node serving executor ``executor_pid`` on ``hostname``, else any node on
+        ``hostname``, else None."""
+        on_host = [node for node in self.nodes if node["hostname"] == hostname]
+        exact = [node for node in on_host if node["executor_pid"] == executor_pid]
+        chosen = exact or on_host
+        return chosen[0] if chosen else None
+
+    def stop(self) -> None:
+        """Disconnect the driver and end every Ray process of the cluster (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        import ray
+
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            unconfirmed = self._lease.stop_all(_STOP_TIMEOUT_S)
+            if unconfirmed:
+                warnings.warn(
+                    f"Ray nodes {unconfirmed} did not confirm their stop within {_STOP_TIMEOUT_S:.0f} s; their "
+                    "watchdogs end them on their own since the driver's lease is closed",
+                    stacklevel=2,
+                )
+
+
+def auth_token() -> str:
+    """The token of Ray's token authentication: ``RAY_AUTH_TOKEN``, else Ray's default token file
+    (``~/.ray/auth_token``), else a new one saved there, as ``ray.init`` itself would."""
+    token = os.environ.get("RAY_AUTH_TOKEN", "").strip()
+    if token:
+        return token
+    path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+    if path.exists() and path.read_text().strip():
+        return path.read_text().strip()
+    token = secrets.token_hex(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(token)
+    path.chmod(0o600)
+    return token
+
+
+def _object_store_bytes(settings: RaySettings) -> Optional[int]:
+    if settings.object_store_memory is None:
+        return None
+    value = memory_to_mb(settings.object_store_memory, "object_store_memory") * 1024 * 1024
+    if value < 78643200:
+        raise InvalidArgumentError(
+            f"object_store_memory={settings.object_store_memory!r} is below Ray's minimum of 75m; give at least '75m'"
+        )
+    return value
+
+
+def _plan(settings: RaySettings, lease: LeaseServer, token: str, cpus_per_node: int) -> NodePlan:
+    return NodePlan(
+        lease_host=lease.host, lease_port=lease.port, lease_secret=lease.secret, auth_token=token,
+        cpus_per_node=cpus_per_node, start_timeout_s=settings.ray_start_timeout_s,
+        object_store_bytes=_object_store_bytes(settings), include_dashboard=settings.include_webui,
+        include_log_monitor=_log_output(),
+        env=dict(settings.env), system_config=dict(settings.system_config), extra_params=dict(settings.extra_params),
+    )
+
+
+def connect_to_node(address: str, token: str, temp_dir: str) -> None:
+    """Connect this process to Ray as a driver through the node whose temp dir is ``temp_dir``
+    (Ray tells apart several nodes on one host by it)."""
+    import ray
+
+    use_token_in_this_process(token)
+    ray.init(address=address, namespace=_NAMESPACE, logging_level=logging.WARNING, log_to_driver=_log_output(),
+             _temp_dir=temp_dir)
+
+
+def use_token_in_this_process(token: str) -> None:
+    """Make this process authenticate to Ray with ``token``.
+
+    Ray reads ``RAY_AUTH_MODE`` into its cached config when it is imported, so the cache is
+    refreshed after the variables are set (what Ray's own ``ray.init`` does for a new cluster)."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = token
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _log_output() -> bool:
+    from zoo_lite.context import OrcaContext
+
+    return bool(OrcaContext.log_output)
+
+
+def _node_dict(node: NodeInfo, cpus: int) -> dict[str, Any]:
+    return {"node_name": node.node_name, "host": node.host, "hostname": node.hostname, "temp_dir": node.temp_dir,
+            "executor_pid": node.executor_pid, "watchdog_pid": node.watchdog_pid, "num_cpus": cpus}
+
+
+def _start_local(settings: RaySettings, cores: int) -> RayContext:
+    """A one-node Ray on this machine, owned by the driver process."""
+    import psutil
+
+    cpus = settings.ray_node_cpu_cores or cores
+    lease = LeaseServer.start(_LOCAL_HOST)
+    token = auth_token()
+    plan = _plan(settings, lease, token, cpus)
+    me = psutil.Process()
+    try:
+        from zoo_lite.ray_on_spark.node_launch import free_port
+
+        node = start_node(plan, 0, _LOCAL_HOST, None, free_port(_LOCAL_HOST), owner=(me.pid, me.create_time()))
+        connect_to_node(node.gcs_address, token, node.temp_dir)
+    except BaseException:
+        lease.stop_all(_STOP_TIMEOUT_S)
+        raise
+    return RayContext(node.gcs_address, [_node_dict(node, cpus)], token, lease)
+
+
+def _executor_count(spark: "SparkSession") -> int:
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
+
+
+def _executor_cores(spark: "SparkSession", executors: int) -> int:
+    configured = spark.sparkContext.getConf().get("spark.executor.cores")
+    if configured:
+        return int(configured)
+    return max(1, spark.sparkContext.defaultParallelism // max(1, executors))
+
+
+def _check_barrier_possible(spark: "SparkSession") -> None:
+    from zoo_lite.context import OrcaContext
+
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        raise ContextError(
+            "init_ray_on_spark=True needs a fixed set of executors, but spark.dynamicAllocation.enabled=true; "
+            "set conf={'spark.dynamicAllocation.enabled': 'false'} and num_nodes to the executors you want"
+        )
+    if not OrcaContext.barrier_mode:
+        raise ContextError(
+            "OrcaContext.barrier_mode=False: zoo_lite starts one Ray node per executor with a barrier-mode job "
+            "only, which is what guarantees that placement; set OrcaContext.barrier_mode = True"
+        )
+
+
+def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, executor_cores: int) -> list[dict[str, Any]]:
+    """Run the barrier job in a thread so that its wait is bounded; cancel it on timeout."""
+    sc = spark.sparkContext
+    group = f"zoo_lite-ray-start-{uuid.uuid4().hex[:8]}"
+    outcome: dict[str, Any] = {}
+
+    def launch() -> None:
+        try:
+            sc.setJobGroup(group, "zoo_lite: start Ray on the executors", interruptOnCancel=True)
+            rdd = sc.parallelize(range(num_nodes), num_nodes).barrier().mapPartitions(barrier_task_starting_nodes(plan))
+            if executor_cores > int(sc.getConf().get("spark.task.cpus", "1")):
+                from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
+
+                rdd = rdd.withResources(ResourceProfileBuilder().require(TaskResourceRequests().cpus(executor_cores)).build)
+            outcome["results"] = rdd.collect()
+        except BaseException as error:  # noqa: BLE001 - re-raised on the calling thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=launch, name="zoo_lite-ray-start", daemon=True)
+    thread.start()
+    # node start-ups are bounded by the same timeout; the margin covers scheduling the tasks
+    thread.join(plan.start_timeout_s * 2 + 30)
+    if thread.is_alive():
+        sc.cancelJobGroup(group)
+        raise ClusterStartError(
+            f"the Spark job starting {num_nodes} Ray node(s) did not finish within {plan.start_timeout_s * 2 + 30:.0f} s; "
+            "the executors may lack free task slots (another job running?) or num_ray_nodes exceeds what "
+            "can run at once; raise ray_start_timeout_s if the nodes are just slow"
+        )
+    if "error" in outcome:
+        raise ClusterStartError(f"the Spark job starting Ray failed: {outcome['error']}") from outcome["error"]
+    return list(outcome["results"])
+
+
+def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
+    errors = [decode_remote_error(item["error"]) for item in outcomes if "error" in item]
+    if errors:
+        details = "\n\n".join(str(error) for error in errors)
+        raise ClusterStartError(f"Ray failed to start on {len(errors)} executor(s):\n{details}") from errors[0]
+    return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
+
+
+def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayContext:
+    _check_barrier_possible(spark)
+    executors = _executor_count(spark)
+    num_nodes = settings.num_ray_nodes or executors
+    if num_nodes > executors:
+        raise InvalidArgumentError(
+            f"num_ray_nodes={num_nodes} is more than the {executors} Spark executor(s) running; Ray on Spark starts "
+            "one node per executor: lower num_ray_nodes, or raise num_nodes (spark.executor.instances)"
+        )
+    executor_cores = _executor_cores(spark, executors)
+    cpus = settings.ray_node_cpu_cores or executor_cores
+    driver_host = spark.sparkContext.getConf().get("spark.driver.host", _LOCAL_HOST)
+    lease = LeaseServer.start(driver_host)
+    token = auth_token()
+    plan = _plan(settings, lease, token, cpus)
+    try:
+        nodes = _nodes_or_error(_run_launch_job(spark, plan, num_nodes, executor_cores))
+        address = nodes[0].gcs_address
+        local = [node for node in nodes if node.host == driver_host]
+        if local:
+            driver_node = local[0]
+        else:
+            # a driver on another host needs a local raylet to be a full Ray driver: a zero-CPU node
+            import psutil
+
+            me = psutil.Process()
+            driver_node = start_node(replace(plan, cpus_per_node=0), -1, driver_host, address, owner=(me.pid, me.create_time()))
+        connect_to_node(address, token, driver_node.temp_dir)
+    except BaseException:
+        lease.stop_all(_STOP_TIMEOUT_S)
+        raise
+    return RayContext(address, [_node_dict(node, cpus) for node in nodes], token, lease)
+
+
+def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mode: str, local_cores: int) -> RayContext:
+    """Start Ray for the active Spark session: local Ray in ``local`` mode, else one node per executor."""
+    import ray
+
+    if ray.is_initialized():
+        raise ContextError(
+            "init_ray_on_spark=True, but this process is already connected to Ray (ray.init was called); "
+            "call ray.shutdown() first, or use init_ray_on_spark=False and keep your own Ray"
+        )
+    if cluster_mode == "local":
+        return _start_local(settings, local_cores)
+    return _start_on_executors(spark, settings)

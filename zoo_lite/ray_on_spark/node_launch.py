@@ -1,0 +1,250 @@
+"""Executor side of Ray on Spark: the barrier task that starts one Ray node per executor.
+
+Task 0 picks the head's port on its host; one ``allGather`` tells every task where the head is and
+proves that no two tasks share an executor. Each task then starts a watchdog
+(:mod:`zoo_lite.ray_on_spark.watchdog`), which starts ``ray start --block``, and waits until the
+node reports that it runs. Nothing here imports Ray: a task costs a fork and a file poll.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from zoo_lite.errors import ClusterStartError
+from zoo_lite.ray_on_spark.watchdog import WatchdogSpec
+
+__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "node_name_for", "barrier_task_starting_nodes", "start_node"]
+
+READY_MARKER = "Ray runtime started."
+_LOG_TAIL_LINES = 40
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """What the driver tells every launching task (plain values only: it is pickled to executors)."""
+
+    lease_host: str
+    lease_port: int
+    lease_secret: str
+    auth_token: str
+    cpus_per_node: int
+    start_timeout_s: float
+    object_store_bytes: Optional[int] = None
+    include_dashboard: bool = False
+    include_log_monitor: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    system_config: Mapping[str, Any] = field(default_factory=dict)
+    extra_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One started node, as the launching task reports it."""
+
+    rank: int
+    host: str
+    hostname: str
+    node_name: str
+    temp_dir: str
+    gcs_address: str
+    executor_pid: int
+    watchdog_pid: int
+    log_path: str
+
+
+def executor_process() -> tuple[int, float]:
+    """PID and start time of the JVM this Python worker serves (the nearest ``java`` ancestor)."""
+    import psutil
+
+    process: Optional[psutil.Process] = psutil.Process()
+    while process is not None:
+        if process.name() == "java" or os.path.basename(process.exe() if process.pid else "") == "java":
+            return process.pid, process.create_time()
+        process = process.parent()
+    raise ClusterStartError("cannot find the Spark executor JVM among this Python worker's ancestors")
+
+
+def node_name_for(host: str, executor_pid: int) -> str:
+    """The Ray node name of the executor ``executor_pid`` on ``host``: tasks find their node by it."""
+    return f"zoo-lite-{host}-{executor_pid}"
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _option(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        value = str(value).lower()
+    elif isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    return f"--{name.replace('_', '-')}={value}"
+
+
+def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, head_address: Optional[str],
+                      head_port: Optional[int] = None, python: str = sys.executable) -> list[str]:
+    """The ``ray start --block`` command line of one node; the head when ``head_address`` is None.
+
+    Every port with a fixed default gets a free one, so several nodes can share a host.
+
+    Examples
+    --------
+    >>> plan = NodePlan("127.0.0.1", 1, "s", "t", cpus_per_node=2, start_timeout_s=60)
+    >>> command = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None, head_port=6380)
+    >>> "--head" in command and "--port=6380" in command and "--num-cpus=2" in command
+    True
+    """
+    command = [python, "-c", "from ray.scripts.scripts import main; main()", "start", "--block",
+               _option("node_ip_address", host), _option("node_name", node_name), _option("num_cpus", plan.cpus_per_node),
+               _option("num_gpus", 0), _option("temp_dir", temp_dir), "--disable-usage-stats",
+               # each Python process Ray starts costs about a second of CPU; no autoscaler is needed,
+               # and the log monitor only serves OrcaContext.log_output
+               _option("include_log_monitor", plan.include_log_monitor),
+               _option("dashboard_agent_listen_port", free_port(host)), _option("metrics_export_port", free_port(host)),
+               _option("runtime_env_agent_port", free_port(host)), _option("ray_client_server_port", free_port(host))]
+    if head_address is None:
+        command += ["--head", _option("port", head_port), "--no-monitor", _option("include_dashboard", plan.include_dashboard),
+                    _option("dashboard_port", free_port(host))]
+        if plan.include_dashboard:
+            command.append(_option("dashboard_host", host))
+        if plan.system_config:
+            command.append(_option("system_config", dict(plan.system_config)))
+    else:
+        command.append(_option("address", head_address))
+    if plan.object_store_bytes is not None:
+        command.append(_option("object_store_memory", plan.object_store_bytes))
+    command += [_option(name, value) for name, value in plan.extra_params.items()]
+    return command
+
+
+def ray_environment(plan: NodePlan) -> dict[str, str]:
+    """Environment of the Ray processes: token authentication on with the cluster's token."""
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0"}
+    return {**env, **{str(k): str(v) for k, v in plan.env.items()}}
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as handle:
+            return "\n".join(handle.read().splitlines()[-_LOG_TAIL_LINES:])
+    except OSError:
+        return "(no output)"
+
+
+def _wait_until_ready(watchdog: subprocess.Popen, log_path: str, node_name: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(log_path, errors="replace") as handle:
+                if READY_MARKER in handle.read():
+                    return
+        except OSError:
+            pass
+        if watchdog.poll() is not None:
+            raise ClusterStartError(f"Ray node {node_name} failed to start; last lines of `ray start`:\n{_log_tail(log_path)}")
+        if time.monotonic() > deadline:
+            watchdog.terminate()  # its clean-up ends whatever already started
+            raise ClusterStartError(
+                f"Ray node {node_name} did not start within {timeout_s:.0f} s (ray_start_timeout_s); "
+                f"last lines of `ray start`:\n{_log_tail(log_path)}"
+            )
+        time.sleep(_POLL_S)
+
+
+_started_watchdogs: list[subprocess.Popen] = []  # kept so that ended watchdogs are reaped
+
+
+def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str], head_port: Optional[int] = None,
+               owner: Optional[tuple[int, float]] = None) -> NodeInfo:
+    """Start one Ray node under a watchdog and return once it runs.
+
+    The node lives as long as ``owner`` (pid, start time), by default this task's executor JVM,
+    and as long as the driver's lease."""
+    for launched in list(_started_watchdogs):
+        if launched.poll() is not None:
+            _started_watchdogs.remove(launched)
+    executor_pid, executor_started = owner or executor_process()
+    node_name = node_name_for(host, executor_pid)
+    temp_dir = tempfile.mkdtemp(prefix="zl-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    log_dir = os.path.join(tempfile.gettempdir(), "zoo_lite_ray_logs")
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, f"{node_name}-{os.path.basename(temp_dir)}.log")
+    spec = WatchdogSpec(
+        command=ray_start_command(plan, host, node_name, temp_dir, head_address, head_port),
+        env=ray_environment(plan), log_path=log_path, temp_dir=temp_dir, node_name=node_name,
+        lease_host=plan.lease_host, lease_port=plan.lease_port, lease_secret=plan.lease_secret,
+        executor_pid=executor_pid, executor_create_time=executor_started,
+    )
+    spec_path = os.path.join(temp_dir, "watchdog.json")
+    spec.dump(spec_path)
+    open(log_path, "wb").close()
+    watchdog = subprocess.Popen(
+        [sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", spec_path],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+    )
+    _started_watchdogs.append(watchdog)
+    _wait_until_ready(watchdog, log_path, node_name, plan.start_timeout_s)
+    gcs_address = head_address or f"{host}:{head_port}"
+    return NodeInfo(rank, host, socket.gethostname(), node_name, temp_dir, gcs_address, executor_pid, watchdog.pid, log_path)
+
+
+def _check_one_task_per_executor(announced: list[dict[str, Any]]) -> None:
+    executors = [f"{item['host']}:{item['executor_pid']}" for item in announced]
+    shared = sorted({executor for executor in executors if executors.count(executor) > 1})
+    if shared:
+        raise ClusterStartError(
+            f"two Ray nodes were placed on the same Spark executor ({shared}); give each executor one task "
+            "slot for Ray (zoo_lite asks for spark.executor.cores CPUs per launching task), or lower num_ray_nodes"
+        )
+
+
+def _started_or_error(start: Callable[[], NodeInfo]) -> dict[str, Any]:
+    """A task reports a failure as a value: a raised error would make Spark retry the barrier stage."""
+    from zoo_lite.errors import encode_remote_error
+
+    try:
+        return {"node": asdict(start())}
+    except Exception as error:  # noqa: BLE001 - every failure goes back to the driver
+        return {"error": encode_remote_error(error)}
+
+
+def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Iterator[dict[str, Any]]]:
+    """The ``mapPartitions`` function of the barrier job: one Ray node per task, the head on task 0.
+
+    All nodes start at once: ``ray start --address`` waits for a head that is still starting, and
+    on a small machine starting the nodes one after the other would double the start-up time.
+    If the head fails, the others fail too, within ``ray_start_timeout_s``."""
+
+    def run(_: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        from pyspark import BarrierTaskContext
+
+        context = BarrierTaskContext.get()
+        rank = context.partitionId()
+        host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
+        executor_pid, _ = executor_process()
+        head_port = free_port(host) if rank == 0 else None
+        announced = [json.loads(message) for message in context.allGather(
+            json.dumps({"host": host, "executor_pid": executor_pid, "head_port": head_port}))]
+        head_address = f"{announced[0]['host']}:{announced[0]['head_port']}"
+
+        def check_and_start() -> NodeInfo:
+            _check_one_task_per_executor(announced)
+            if rank == 0:
+                return start_node(plan, rank, host, None, head_port)
+            return start_node(plan, rank, host, head_address)
+
+        yield _started_or_error(check_and_start)
+
+    return run

@@ -1,0 +1,180 @@
+"""The watchdog that runs beside each Ray node started on a Spark executor.
+
+It is started (in its own session, so Spark's clean-up of Python workers does not take it along)
+by the barrier task that launches the node. It then:
+
+1. connects to the driver's lease server and says hello; without that connection no Ray starts;
+2. starts ``ray start --block`` as its child, and becomes a child subreaper so that every Ray
+   process the node spawns stays its descendant even when its parent exits;
+3. ends the whole process tree when any of these happens: the driver asks it to stop, the
+   driver's connection drops (the driver died), the executor JVM it belongs to exits, or
+   ``ray start`` exits on its own.
+
+It imports only the standard library and psutil, so it starts in a fraction of a second.
+Run as ``python -m zoo_lite.ray_on_spark.watchdog SPEC_JSON_FILE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+__all__ = ["WatchdogSpec", "STOP", "STOPPED", "run_watchdog"]
+
+STOP = b"stop\n"
+STOPPED = b"stopped\n"
+_POLL_S = 0.25
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class WatchdogSpec:
+    """Everything one watchdog needs; written as JSON by the launching task."""
+
+    command: list[str]
+    env: dict[str, str]
+    log_path: str
+    temp_dir: str
+    node_name: str
+    lease_host: str
+    lease_port: int
+    lease_secret: str
+    executor_pid: int
+    executor_create_time: float
+    kill_deadline_s: float = 15.0
+    connect_timeout_s: float = 30.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def dump(self, path: str) -> None:
+        with open(path, "w") as handle:
+            json.dump(asdict(self), handle)
+
+    @classmethod
+    def load(cls, path: str) -> "WatchdogSpec":
+        with open(path) as handle:
+            return cls(**json.load(handle))
+
+
+def _prctl(option: int, value: int) -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
+
+
+def _die_with_watchdog() -> None:
+    """In ``ray start`` before exec: SIGTERM it if the watchdog itself is killed."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _process_alive(pid: int, create_time: float) -> bool:
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return abs(process.create_time() - create_time) < 1.0 and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _connect(spec: WatchdogSpec) -> socket.socket:
+    lease = socket.create_connection((spec.lease_host, spec.lease_port), timeout=spec.connect_timeout_s)
+    hello = {"secret": spec.lease_secret, "node_name": spec.node_name, "pid": os.getpid()}
+    lease.sendall(json.dumps(hello).encode() + b"\n")
+    lease.settimeout(None)
+    return lease
+
+
+def _wait_for_reason(ray: subprocess.Popen, lease: socket.socket, spec: WatchdogSpec) -> str:
+    """Block until the node must end; return why."""
+    received = b""
+    while True:
+        readable, _, _ = select.select([lease], [], [], _POLL_S)
+        if readable:
+            try:
+                chunk = lease.recv(64)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return "the driver's connection closed"
+            received += chunk
+            if STOP in received:
+                return "stop"
+        if ray.poll() is not None:
+            return f"ray start exited with code {ray.returncode}"
+        if not _process_alive(spec.executor_pid, spec.executor_create_time):
+            return f"the executor process {spec.executor_pid} exited"
+
+
+def _end_process_tree(deadline_s: float) -> None:
+    """SIGKILL every descendant until none is left; as a subreaper this also reaches processes
+    whose parents already exited. Ray keeps no state worth a graceful stop here (the session dir
+    is removed next), and a graceful ``ray stop`` takes seconds per node."""
+    import psutil
+
+    me = psutil.Process()
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:  # bounded: a process stuck in D state cannot be helped
+        descendants = me.children(recursive=True)
+        if not descendants:
+            return
+        for process in descendants:
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(descendants, timeout=0.5)
+
+
+def run_watchdog(spec: WatchdogSpec) -> int:
+    """Run one node's watchdog until the node must end; return the exit code."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with open(spec.log_path, "ab", buffering=0) as log:
+        try:
+            lease = _connect(spec)
+        except OSError as error:
+            log.write(f"zoo_lite watchdog: cannot reach the driver at {spec.lease_host}:{spec.lease_port}: {error}\n".encode())
+            return 2
+        reason = "starting"
+        try:
+            ray = subprocess.Popen(
+                spec.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **spec.env}, preexec_fn=_die_with_watchdog,
+            )
+            reason = _wait_for_reason(ray, lease, spec)
+        finally:
+            log.write(f"\nzoo_lite watchdog: ending the node ({reason})\n".encode())
+            _end_process_tree(spec.kill_deadline_s)
+            shutil.rmtree(spec.temp_dir, ignore_errors=True)
+            if reason == "stop":  # a clean stop keeps no log; any other end keeps it for diagnosis
+                with contextlib.suppress(OSError):
+                    os.unlink(spec.log_path)
+                try:
+                    lease.sendall(STOPPED)
+                except OSError:
+                    pass
+            lease.close()
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m zoo_lite.ray_on_spark.watchdog SPEC_JSON_FILE", file=sys.stderr)
+        return 2
+    return run_watchdog(WatchdogSpec.load(args[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
