@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ import textwrap
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -85,7 +87,11 @@ def log(message: str) -> None:
 
 
 def run_startup(system: str) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, "-c", _STARTUP, system], capture_output=True, text=True, timeout=600)
+    # as in an activated venv: setup_ray_cluster finds the `ray` script on PATH
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if system == "setup_ray_cluster":
+        env["RAY_AUTH_MODE"] = "token"  # Ray 2.60 secures its clusters; the token is ~/.ray/auth_token
+    result = subprocess.run([sys.executable, "-c", _STARTUP, system], capture_output=True, text=True, timeout=600, env=env)
     line = next((line for line in result.stdout.splitlines() if line.startswith("RESULT ")), None)
     if line is None:
         raise RuntimeError(f"{system} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")

@@ -84,12 +84,6 @@ def test_unknown_keyword_argument_is_named(no_context):
     assert not OrcaContext.is_active()
 
 
-def test_ray_on_spark_is_refused_clearly_until_available(no_context):
-    with pytest.raises(ContextError, match="init_ray_on_spark=True"):
-        init_orca_context(cores=1, init_ray_on_spark=True)
-    assert not OrcaContext.is_active()
-
-
 def test_spark_submit_mode_outside_spark_submit_is_an_error(no_context):
     with pytest.raises(ContextError, match="not launched by spark-submit"):
         init_orca_context(cluster_mode="spark-submit")

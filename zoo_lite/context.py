@@ -249,6 +249,7 @@ def init_orca_context(
                 f"num_ray_nodes={ray_settings.num_ray_nodes} with cluster_mode='local': local mode runs one Ray node; "
                 "use cluster_mode='local-cluster' with num_nodes for several"
             )
+        _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
         context = _adopt_running_spark(settings) or _start_spark(settings)
         context.ray_settings = ray_settings
         if init_ray_on_spark:
@@ -281,6 +282,17 @@ def stop_orca_context() -> None:
         context, _active = _active, None
         if context is not None:
             context.stop()
+
+
+def _check_ray_nodes_fit(settings: SparkSettings, ray_settings: RaySettings, init_ray_on_spark: bool) -> None:
+    """Refuse more Ray nodes than executors before starting anything, where the executor count is
+    known up front (zoo_lite launches them); elsewhere Ray on Spark checks after Spark is up."""
+    launched_here = settings.cluster_mode == "local-cluster" or (settings.cluster_mode == "standalone" and settings.master is None)
+    if init_ray_on_spark and launched_here and (ray_settings.num_ray_nodes or 0) > settings.num_nodes:
+        raise InvalidArgumentError(
+            f"num_ray_nodes={ray_settings.num_ray_nodes} is more than the {settings.num_nodes} Spark executor(s) of "
+            f"num_nodes={settings.num_nodes}; Ray on Spark starts one node per executor: lower num_ray_nodes or raise num_nodes"
+        )
 
 
 def _start_ray(context: _ActiveContext) -> "RayContext":

@@ -11,50 +11,18 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import psutil
 import pytest
 
-from tests.ray_on_spark.helpers import alive, describe, ray_processes, wait_until_gone
+from tests.ray_on_spark.helpers import alive, assert_nodes_match_executors, describe, ray_processes, run_on_every_node, stop_and_check_clean, wait_until_gone
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import XShards
+from zoo_lite.data.ray_xshards import ObjectStoreFullError
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError
 from zoo_lite.ray_on_spark.node_launch import NodePlan, ray_start_command
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def run_on_every_node() -> dict[str, str]:
-    """Run one task pinned to each alive node; return node id -> the node id the task saw."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    @ray.remote(num_cpus=0)
-    def node_id() -> str:
-        return ray.get_runtime_context().get_node_id()
-
-    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
-    seen = ray.get([node_id.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote() for n in nodes], timeout=120)
-    return dict(zip(nodes, seen))
-
-
-def assert_nodes_match_executors(expected_nodes: int, cpus_per_node: int) -> None:
-    import ray
-
-    ray_context = OrcaContext.get_ray_context()
-    assert ray_context is not None and len(ray_context.nodes) == expected_nodes
-    alive_nodes = [node for node in ray.nodes() if node["Alive"]]
-    assert len(alive_nodes) == expected_nodes
-    assert all(node["Resources"]["CPU"] == cpus_per_node for node in alive_nodes)
-    ran = run_on_every_node()
-    assert len(ran) == expected_nodes and all(key == value for key, value in ran.items())
-
-
-def stop_and_check_clean(ray_context) -> None:
-    processes = ray_processes(ray_context)
-    assert processes, "the Ray nodes' processes should be visible before the stop"
-    stop_orca_context()
-    left = wait_until_gone(processes, timeout_s=30)
-    assert not left, f"Ray processes left after stop_orca_context(): {describe(left)}"
-    assert not any(os.path.exists(node["temp_dir"]) for node in ray_context.nodes)
 
 
 def test_local_mode_starts_one_node_with_the_local_cores_and_stops_it_all() -> None:
@@ -70,12 +38,18 @@ def test_local_mode_starts_one_node_with_the_local_cores_and_stops_it_all() -> N
     assert not ray.is_initialized()
 
 
-def test_local_cluster_gets_one_node_per_executor() -> None:
+def test_a_driver_on_a_host_without_executor_nodes_joins_through_a_zero_cpu_node() -> None:
+    import ray
+
     stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    # executors register as 127.0.0.1; a driver host of "localhost" is a different address to zoo_lite
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                      conf={"spark.driver.host": "localhost", "spark.driver.bindAddress": "127.0.0.1"})
     ray_context = OrcaContext.get_ray_context()
-    assert_nodes_match_executors(expected_nodes=2, cpus_per_node=1)
-    assert len({node["executor_pid"] for node in ray_context.nodes}) == 2
+    assert ray_context.driver_node is not None and ray_context.driver_node["num_cpus"] == 0
+    alive_nodes = {node["NodeName"]: node["Resources"].get("CPU", 0) for node in ray.nodes() if node["Alive"]}
+    assert alive_nodes[ray_context.driver_node["node_name"]] == 0 and len(alive_nodes) == 3
+    assert len(run_on_every_node()) == 2
     stop_and_check_clean(ray_context)
 
 
@@ -188,10 +162,11 @@ def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> No
         busy.listen(1)
         port = busy.getsockname()[1]
         started = time.monotonic()
-        with pytest.raises(ClusterStartError, match=r"(?s)failed to start; last lines of `ray start`:.*"):
+        # the raylet that cannot bind hangs rather than exits: the start-up timeout ends it
+        with pytest.raises(ClusterStartError, match=r"(?s)(failed to start|did not start within 20 s \(ray_start_timeout_s\)); last lines of `ray start`:"):
             init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
-                              extra_params={"node_manager_port": port}, ray_start_timeout_s=60)
-        assert time.monotonic() - started < 150
+                              extra_params={"node_manager_port": port}, ray_start_timeout_s=20)
+        assert time.monotonic() - started < 120
     assert not OrcaContext.is_active()
     watchdogs = [p for p in psutil.process_iter() if "zoo_lite.ray_on_spark.watchdog" in " ".join(_cmdline(p)) and p.pid not in before]
     assert not wait_until_gone(watchdogs, timeout_s=30)
@@ -230,6 +205,18 @@ def _cmdline(process: psutil.Process) -> list[str]:
         return process.cmdline()
     except psutil.Error:
         return []
+
+
+def test_a_partition_larger_than_the_object_store_names_object_store_memory() -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True, object_store_memory="80m")
+    try:
+        shards = XShards.partition({"x": np.zeros((4, 5_000_000))}, num_shards=1)  # 160 MB in one partition
+        with pytest.raises(ObjectStoreFullError, match=r"partition 0 holds 153 MiB, more than the 80 MiB object store.*object_store_memory"):
+            shards.to_ray()
+        assert len(XShards.partition({"x": np.zeros((4, 100))}, num_shards=2).to_ray()) == 4  # still usable
+    finally:
+        stop_orca_context()
 
 
 # -- crashes --------------------------------------------------------------------------------------

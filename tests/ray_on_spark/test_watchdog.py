@@ -131,3 +131,21 @@ def test_no_driver_means_no_node(owner, tmp_path) -> None:
     result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
     assert result.returncode == 2
     assert "cannot reach the driver" in (tmp_path / "node.log").read_text()
+
+
+def test_stop_others_ends_only_the_nodes_not_kept(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1")
+    kept, kept_spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    deadline = time.monotonic() + 10
+    while lease.node_names() != ["test-node"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stray = subprocess.Popen([sys.executable, "-c", "import socket, json, time; s = socket.create_connection(('127.0.0.1', %d)); "
+                              "s.sendall(json.dumps({'secret': '%s', 'node_name': 'stray', 'pid': 0}).encode() + b'\\n'); "
+                              "print(s.recv(64), flush=True)" % (lease.port, lease.secret)], stdout=subprocess.PIPE, text=True)
+    while "stray" not in lease.node_names() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lease.stop_others({"test-node"}, timeout_s=5) == ["stray"]
+    assert "stop" in stray.communicate(timeout=10)[0]
+    assert kept.poll() is None and lease.node_names() == ["test-node"]
+    assert lease.stop_all(timeout_s=30) == []
+    assert kept.wait(15) == 0

@@ -74,7 +74,7 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) ->
     """Connect this Spark Python worker to the Ray node of its own executor (once per worker)."""
     import ray
 
-    from zoo_lite.ray_on_spark.cluster import connect_to_node
+    from zoo_lite.ray_on_spark.cluster import connect_to_node, node_serving
     from zoo_lite.ray_on_spark.node_launch import executor_process
 
     if ray.is_initialized():
@@ -82,14 +82,13 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) ->
             return
         ray.shutdown()  # a worker reused from an earlier cluster
     hostname, (executor_pid, _) = socket.gethostname(), executor_process()
-    on_host = [node for node in nodes if node["hostname"] == hostname]
-    chosen = [node for node in on_host if node["executor_pid"] == executor_pid] or on_host
-    if not chosen:
+    node = node_serving(nodes, hostname, executor_pid)
+    if node is None:
         raise ZooLiteError(
             f"the Spark executor on {hostname} has no Ray node; to_ray() needs a Ray node on every executor "
             "host: start Ray with num_ray_nodes equal to the number of executors"
         )
-    connect_to_node(address, token, chosen[0]["temp_dir"])
+    connect_to_node(address, token, node["temp_dir"])
 
 
 def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) -> None:

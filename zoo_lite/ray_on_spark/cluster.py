@@ -46,7 +46,10 @@ class RayContext:
         The GCS address (``host:port``) of the head node.
     nodes : list of dict
         One entry per Ray node started for the executors: ``node_name``, ``host``, ``hostname``,
-        ``executor_pid`` and ``num_cpus``.
+        ``temp_dir``, ``executor_pid``, ``watchdog_pid`` and ``num_cpus``.
+    driver_node : dict or None
+        The zero-CPU node started on the driver's host when no executor node shares it (a Ray
+        driver needs a raylet on its own host); None when the driver joins through a local node.
 
     Examples
     --------
@@ -62,15 +65,8 @@ class RayContext:
     nodes: list[dict[str, Any]]
     auth_token: str = field(repr=False)
     _lease: LeaseServer = field(repr=False)
+    driver_node: Optional[dict[str, Any]] = None
     _stopped: bool = field(default=False, repr=False)
-
-    def node_for(self, hostname: str, executor_pid: int) -> Optional[dict[str, Any]]:
-        """The node serving executor ``executor_pid`` on ``hostname``, else any node on
-        ``hostname``, else None."""
-        on_host = [node for node in self.nodes if node["hostname"] == hostname]
-        exact = [node for node in on_host if node["executor_pid"] == executor_pid]
-        chosen = exact or on_host
-        return chosen[0] if chosen else None
 
     def stop(self) -> None:
         """Disconnect the driver and end every Ray process of the cluster (idempotent)."""
@@ -90,6 +86,15 @@ class RayContext:
                     "watchdogs end them on their own since the driver's lease is closed",
                     stacklevel=2,
                 )
+
+
+def node_serving(nodes: list[dict[str, Any]], hostname: str, executor_pid: int) -> Optional[dict[str, Any]]:
+    """Of ``nodes`` (``RayContext.nodes``), the one started for executor ``executor_pid`` on
+    ``hostname``, else any node on ``hostname`` (local mode: the driver's node), else None."""
+    on_host = [node for node in nodes if node["hostname"] == hostname]
+    exact = [node for node in on_host if node["executor_pid"] == executor_pid]
+    chosen = exact or on_host
+    return chosen[0] if chosen else None
 
 
 def auth_token() -> str:
@@ -270,6 +275,9 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
     plan = _plan(settings, lease, token, cpus)
     try:
         nodes = _nodes_or_error(_run_launch_job(spark, plan, num_nodes, executor_cores))
+        leftovers = lease.stop_others({node.node_name for node in nodes}, _STOP_TIMEOUT_S)
+        if leftovers:
+            logging.getLogger(__name__).warning("ended Ray nodes %s of a retried start-up attempt", leftovers)
         address = nodes[0].gcs_address
         local = [node for node in nodes if node.host == driver_host]
         if local:
@@ -284,7 +292,8 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
         raise
-    return RayContext(address, [_node_dict(node, cpus) for node in nodes], token, lease)
+    return RayContext(address, [_node_dict(node, cpus) for node in nodes], token, lease,
+                      driver_node=None if local else _node_dict(driver_node, 0))
 
 
 def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mode: str, local_cores: int) -> RayContext:

@@ -83,6 +83,18 @@ class LeaseServer:
         with self._lock:
             return sorted(self._leases)
 
+    def stop_others(self, keep: set[str], timeout_s: float) -> list[str]:
+        """End every leased node not named in ``keep``; return their names.
+
+        A barrier stage that Spark retried (an executor lost during the start) leaves the nodes of
+        the failed attempt running; the driver keeps only those the successful attempt reported."""
+        with self._lock:
+            others = {name: connection for name, connection in self._leases.items() if name not in keep}
+            for name in others:
+                del self._leases[name]
+        _stop(others, timeout_s)
+        return sorted(others)
+
     def stop_all(self, timeout_s: float) -> list[str]:
         """Ask every watchdog to end its node and wait for each to confirm; close the server.
 
@@ -92,16 +104,21 @@ class LeaseServer:
             self._closed = True
             leases, self._leases = dict(self._leases), {}
         self._listener.close()
-        for connection in leases.values():
-            try:
-                connection.sendall(STOP)
-            except OSError:
-                pass
-        deadline = time.monotonic() + timeout_s
-        unconfirmed = [name for name, connection in leases.items() if not _confirmed(connection, deadline)]
-        for connection in leases.values():
-            connection.close()
-        return unconfirmed
+        return _stop(leases, timeout_s)
+
+
+def _stop(leases: dict[str, socket.socket], timeout_s: float) -> list[str]:
+    """Send ``stop`` on every lease, wait for the confirmations, close; return the unconfirmed."""
+    for connection in leases.values():
+        try:
+            connection.sendall(STOP)
+        except OSError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    unconfirmed = [name for name, connection in leases.items() if not _confirmed(connection, deadline)]
+    for connection in leases.values():
+        connection.close()
+    return unconfirmed
 
 
 def _confirmed(connection: socket.socket, deadline: float) -> bool:

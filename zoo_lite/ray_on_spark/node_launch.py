@@ -73,9 +73,9 @@ def executor_process() -> tuple[int, float]:
     raise ClusterStartError("cannot find the Spark executor JVM among this Python worker's ancestors")
 
 
-def node_name_for(host: str, executor_pid: int) -> str:
-    """The Ray node name of the executor ``executor_pid`` on ``host``: tasks find their node by it."""
-    return f"zoo-lite-{host}-{executor_pid}"
+def node_name_for(host: str, executor_pid: int, temp_dir: str) -> str:
+    """A Ray node name unique to this start (a retried launch on the same executor gets another)."""
+    return f"zoo-lite-{host}-{executor_pid}-{os.path.basename(temp_dir).rsplit('-', 1)[-1]}"
 
 
 def free_port(host: str) -> int:
@@ -105,7 +105,7 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
     >>> "--head" in command and "--port=6380" in command and "--num-cpus=2" in command
     True
     """
-    command = [python, "-c", "from ray.scripts.scripts import main; main()", "start", "--block",
+    command = [python, "-c", "from ray.scripts.scripts import main; main()", "start", "--block", "--log-color=false",
                _option("node_ip_address", host), _option("node_name", node_name), _option("num_cpus", plan.cpus_per_node),
                _option("num_gpus", 0), _option("temp_dir", temp_dir), "--disable-usage-stats",
                # each Python process Ray starts costs about a second of CPU; no autoscaler is needed,
@@ -175,8 +175,8 @@ def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str]
         if launched.poll() is not None:
             _started_watchdogs.remove(launched)
     executor_pid, executor_started = owner or executor_process()
-    node_name = node_name_for(host, executor_pid)
     temp_dir = tempfile.mkdtemp(prefix="zl-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    node_name = node_name_for(host, executor_pid, temp_dir)
     log_dir = os.path.join(tempfile.gettempdir(), "zoo_lite_ray_logs")
     os.makedirs(log_dir, exist_ok=True)
     log_path = os.path.join(log_dir, f"{node_name}-{os.path.basename(temp_dir)}.log")
