@@ -1,11 +1,11 @@
 """XShards in Ray's object store: partitions put there by Spark tasks on the executors.
 
 ``SparkXShards.to_ray()`` runs one Spark task per partition. Each task connects to the Ray node of
-its own executor, puts its partition (the list of its shards) into that node's object store with
-a long-lived *owner* actor on the same node as the owner, and registers the reference with that
-actor. The data never passes through the driver, and it outlives the Spark task. The owner actors
-belong to the :class:`RayXShards`; :meth:`RayXShards.release` (or garbage collection) ends them
-and frees the objects.
+its own executor and hands its partition (the list of its shards) to a long-lived *owner* actor
+pinned to that node, which puts it into the node's object store and so owns it (Ray 2.56 removed
+``ray.put(_owner=...)``). The data never passes through the driver, and it outlives the Spark
+task. The owner actors belong to the :class:`RayXShards`; :meth:`RayXShards.release` (or garbage
+collection) ends them and frees the objects.
 """
 
 from __future__ import annotations
