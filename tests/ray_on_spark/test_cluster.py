@@ -15,6 +15,7 @@ import numpy as np
 import psutil
 import pytest
 
+from tests.conftest import ray_watchdogs_since
 from tests.ray_on_spark.helpers import alive, assert_nodes_match_executors, describe, ray_processes, run_on_every_node, stop_and_check_clean, wait_until_gone
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
@@ -261,3 +262,51 @@ def test_a_driver_killed_with_sigkill_leaves_no_ray_process() -> None:
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+def test_an_executor_lost_during_start_up_fails_or_recovers_within_the_bound_and_leaves_no_stray_node() -> None:
+    """Kill a non-head executor as soon as its node's watchdog appears. Spark 4 does not retry a
+    failed barrier result stage, so zoo_lite fails with ClusterStartError well within its bound (if a
+    Spark did retry, zoo_lite would keep one node per executor and end the failed attempt's nodes);
+    either way no Ray process of the failed attempt survives."""
+    import threading
+
+    stop_orca_context()
+    started = time.time()
+    killed: dict[str, psutil.Process] = {}
+
+    def kill_first_worker_executor() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not killed:
+            for process in psutil.process_iter(["cmdline", "create_time"]):
+                cmdline = process.info["cmdline"] or []
+                if "zoo_lite.ray_on_spark.watchdog" in cmdline and process.info["create_time"] >= started:
+                    spec = json.loads(open(cmdline[-1]).read())
+                    if "--head" not in spec["command"]:
+                        executor = psutil.Process(spec["executor_pid"])
+                        killed["watchdog"] = process
+                        executor.kill()
+                        return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_first_worker_executor, daemon=True)
+    killer.start()
+    try:
+        init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                          ray_start_timeout_s=60)
+    except ClusterStartError as error:
+        assert "a launching task or its executor was lost" in str(error)
+        assert time.time() - started < 60 * 2 + 30 + 120
+    else:
+        import ray
+
+        ray_context = OrcaContext.get_ray_context()
+        alive_nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+        assert len(alive_nodes) == len(ray_context.nodes) == 2, alive_nodes
+    finally:
+        killer.join(5)
+        stop_orca_context()
+    assert "watchdog" in killed, "the test did not get to kill an executor during the start-up"
+    assert not wait_until_gone([killed["watchdog"]], timeout_s=30)
+    assert not wait_until_gone(ray_watchdogs_since(started), timeout_s=30)
+    assert not OrcaContext.is_active()

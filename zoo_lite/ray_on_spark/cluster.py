@@ -246,7 +246,11 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, execu
             "can run at once; raise ray_start_timeout_s if the nodes are just slow"
         )
     if "error" in outcome:
-        raise ClusterStartError(f"the Spark job starting Ray failed: {outcome['error']}") from outcome["error"]
+        raise ClusterStartError(
+            "the Spark job starting Ray failed: a launching task or its executor was lost (Spark does not "
+            "retry a failed barrier stage); the nodes it had started are ended; call init_orca_context again "
+            f"once the executors are healthy. Spark said: {str(outcome['error'])[:2000]}"
+        ) from outcome["error"]
     return list(outcome["results"])
 
 
