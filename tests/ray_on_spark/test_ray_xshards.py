@@ -85,8 +85,13 @@ def test_more_actors_than_partitions_splits_rows_evenly(ray_local_cluster, actor
     assert [sum(stop - start for _, start, stop in slices) for slices in assigned] == [3, 2, 2]
     result = in_ray.transform_shards_with_actors(actors, lambda actor, shards: pd.concat(shards, ignore_index=True))
     assert isinstance(result, RayXShards) and result.partition_rows() == [3, 2, 2]
+    # actor i's result holds exactly its assigned row ranges, in order (which actor gets which rows
+    # depends on where the actors were placed: local ones get the first rows)
+    for frame, slices in zip(result.collect(), assigned):
+        expected = np.concatenate([np.arange(7)[start:stop] for _, start, stop in slices])
+        np.testing.assert_array_equal(frame["id"].to_numpy(), expected)
     ids = np.concatenate([frame["id"].to_numpy() for frame in result.collect()])
-    np.testing.assert_array_equal(ids, np.arange(7))
+    np.testing.assert_array_equal(np.sort(ids), np.arange(7))
     back = result.to_spark_xshards().collect()
     assert [len(frame) for frame in back] == [3, 2, 2]
 

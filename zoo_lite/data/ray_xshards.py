@@ -263,7 +263,11 @@ class RayXShards:
     def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
         """Run ``func(actor_instance, shards)`` inside each actor on the rows assigned to it (see
         :meth:`assign_partitions_to_actors`); each call's return value is the one shard of one
-        partition of the result, which the driver owns."""
+        partition of the result, which the driver owns.
+
+        Partition ``i`` of the result comes from ``actors[i]``; its rows are that actor's assigned
+        ranges in order. Which rows an actor gets depends on where it runs (local partitions
+        first), so the result's rows are in input order only when the assignment is."""
         import ray
 
         assigned = self.assign_partitions_to_actors(actors)
