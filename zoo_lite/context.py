@@ -244,11 +244,6 @@ def init_orca_context(
             conf=dict(conf or {}), **spark_kwargs,
         )
         ray_settings = RaySettings(**ray_kwargs)
-        if settings.cluster_mode == "local" and (ray_settings.num_ray_nodes or 1) > 1:
-            raise InvalidArgumentError(
-                f"num_ray_nodes={ray_settings.num_ray_nodes} with cluster_mode='local': local mode runs one Ray node; "
-                "use cluster_mode='local-cluster' with num_nodes for several"
-            )
         _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
         context = _adopt_running_spark(settings) or _start_spark(settings)
         context.ray_settings = ray_settings
@@ -285,8 +280,14 @@ def stop_orca_context() -> None:
 
 
 def _check_ray_nodes_fit(settings: SparkSettings, ray_settings: RaySettings, init_ray_on_spark: bool) -> None:
-    """Refuse more Ray nodes than executors before starting anything, where the executor count is
-    known up front (zoo_lite launches them); elsewhere Ray on Spark checks after Spark is up."""
+    """Refuse more Ray nodes than there can be before starting anything: more than one in local
+    mode, or more than the executors where zoo_lite launches them; elsewhere Ray on Spark checks
+    after Spark is up."""
+    if settings.cluster_mode == "local" and (ray_settings.num_ray_nodes or 1) > 1:
+        raise InvalidArgumentError(
+            f"num_ray_nodes={ray_settings.num_ray_nodes} with cluster_mode='local': local mode runs one Ray node; "
+            "use cluster_mode='local-cluster' with num_nodes for several"
+        )
     launched_here = settings.cluster_mode == "local-cluster" or (settings.cluster_mode == "standalone" and settings.master is None)
     if init_ray_on_spark and launched_here and (ray_settings.num_ray_nodes or 0) > settings.num_nodes:
         raise InvalidArgumentError(

@@ -157,7 +157,7 @@ def test_bad_option_values_are_refused_before_anything_starts() -> None:
 
 def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> None:
     stop_orca_context()
-    before = {p.pid for p in psutil.process_iter() if "zoo_lite.ray_on_spark.watchdog" in " ".join(_cmdline(p))}
+    test_started = time.time()
     with socket.socket() as busy:
         busy.bind(("0.0.0.0", 0))
         busy.listen(1)
@@ -169,8 +169,7 @@ def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> No
                               extra_params={"node_manager_port": port}, ray_start_timeout_s=20)
         assert time.monotonic() - started < 120
     assert not OrcaContext.is_active()
-    watchdogs = [p for p in psutil.process_iter() if "zoo_lite.ray_on_spark.watchdog" in " ".join(_cmdline(p)) and p.pid not in before]
-    assert not wait_until_gone(watchdogs, timeout_s=30)
+    assert not wait_until_gone(ray_watchdogs_since(test_started), timeout_s=30)
 
 
 def test_an_unknown_ray_start_option_is_reported_with_its_output() -> None:
@@ -199,13 +198,6 @@ def test_an_already_connected_ray_is_refused() -> None:
     finally:
         ray.shutdown()
     assert not OrcaContext.is_active()
-
-
-def _cmdline(process: psutil.Process) -> list[str]:
-    try:
-        return process.cmdline()
-    except psutil.Error:
-        return []
 
 
 def test_a_partition_larger_than_the_object_store_names_object_store_memory() -> None:
@@ -278,15 +270,14 @@ def test_an_executor_lost_during_start_up_fails_or_recovers_within_the_bound_and
     def kill_first_worker_executor() -> None:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not killed:
-            for process in psutil.process_iter(["cmdline", "create_time"]):
-                cmdline = process.info["cmdline"] or []
-                if "zoo_lite.ray_on_spark.watchdog" in cmdline and process.info["create_time"] >= started:
-                    spec = json.loads(open(cmdline[-1]).read())
-                    if "--head" not in spec["command"]:
-                        executor = psutil.Process(spec["executor_pid"])
-                        killed["watchdog"] = process
-                        executor.kill()
-                        return
+            for process in ray_watchdogs_since(started):
+                with open(process.info["cmdline"][-1]) as spec_file:
+                    spec = json.load(spec_file)
+                if "--head" not in spec["command"]:
+                    executor = psutil.Process(spec["executor_pid"])
+                    killed["watchdog"] = process
+                    executor.kill()
+                    return
             time.sleep(0.05)
 
     killer = threading.Thread(target=kill_first_worker_executor, daemon=True)

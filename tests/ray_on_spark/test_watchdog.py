@@ -50,6 +50,17 @@ def start_watchdog(lease_host: str, lease_port: int, secret: str, owner: psutil.
     raise AssertionError("the stand-in node did not start")
 
 
+def run_watchdog_to_its_end(tmp_path: Path, lease_port: int, secret: str, owner: psutil.Process, command: list[str],
+                            **spec_options: float) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run a watchdog that is expected to end on its own; return its result and its log."""
+    spec = WatchdogSpec(command=command, env={}, log_path=str(tmp_path / "node.log"), temp_dir=str(tmp_path / "t"),
+                        node_name="n", lease_host="127.0.0.1", lease_port=lease_port, lease_secret=secret,
+                        executor_pid=owner.pid, executor_create_time=owner.create_time(), **spec_options)
+    spec.dump(str(tmp_path / "spec.json"))
+    result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
+    return result, tmp_path / "node.log"
+
+
 def node_tree(watchdog: subprocess.Popen) -> list[psutil.Process]:
     process = psutil.Process(watchdog.pid)
     deadline = time.monotonic() + 10
@@ -110,13 +121,9 @@ def test_a_dead_executor_ends_the_node(owner) -> None:
 
 def test_a_wrong_secret_is_refused_and_the_node_ends(owner, tmp_path) -> None:
     lease = LeaseServer.start("127.0.0.1")
-    spec = WatchdogSpec(command=[sys.executable, "-c", _NODE], env={}, log_path=str(tmp_path / "node.log"),
-                        temp_dir=str(tmp_path / "t"), node_name="n", lease_host="127.0.0.1", lease_port=lease.port,
-                        lease_secret="not-the-secret", executor_pid=owner.pid, executor_create_time=owner.create_time())
-    spec.dump(str(tmp_path / "spec.json"))
-    result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
+    result, log = run_watchdog_to_its_end(tmp_path, lease.port, "not-the-secret", owner, [sys.executable, "-c", _NODE])
     assert result.returncode == 0 and lease.node_names() == []
-    assert "the driver's connection closed" in (tmp_path / "node.log").read_text()
+    assert "the driver's connection closed" in log.read_text()
     assert lease.stop_all(timeout_s=1) == []
 
 
@@ -124,13 +131,9 @@ def test_no_driver_means_no_node(owner, tmp_path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
-    spec = WatchdogSpec(command=["sleep", "600"], env={}, log_path=str(tmp_path / "node.log"), temp_dir=str(tmp_path / "t"),
-                        node_name="n", lease_host="127.0.0.1", lease_port=closed_port, lease_secret="s",
-                        executor_pid=owner.pid, executor_create_time=owner.create_time(), connect_timeout_s=2)
-    spec.dump(str(tmp_path / "spec.json"))
-    result = subprocess.run([sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", str(tmp_path / "spec.json")], timeout=60)
+    result, log = run_watchdog_to_its_end(tmp_path, closed_port, "s", owner, ["sleep", "600"], connect_timeout_s=2)
     assert result.returncode == 2
-    assert "cannot reach the driver" in (tmp_path / "node.log").read_text()
+    assert "cannot reach the driver" in log.read_text()
 
 
 def test_stop_others_ends_only_the_nodes_not_kept(owner) -> None:

@@ -126,14 +126,14 @@ def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner
     return raising_transportably(put)
 
 
-def _start_owners(ray_context: "RayContext") -> dict[str, tuple[str, Any]]:
-    """One owner actor per Ray node that has CPUs (the nodes of the executors), pinned there."""
+def _start_owners(ray_context: "RayContext", alive_nodes: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
+    """One owner actor on each of the context's nodes (the executors'), pinned there."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     owner_class = ray.remote(num_cpus=0)(PartitionOwner)
     names = {node["node_name"] for node in ray_context.nodes}
-    node_ids = [node["NodeID"] for node in ray.nodes() if node["Alive"] and node.get("NodeName") in names]
+    node_ids = [node["NodeID"] for node in alive_nodes if node.get("NodeName") in names]
     tag = uuid.uuid4().hex[:8]
     owners = {}
     for node_id in node_ids:
@@ -153,8 +153,9 @@ def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
     from zoo_lite.data.shard import _run
 
     ray_context = ray_context_started_on_demand()
-    named_owners = _start_owners(ray_context)
-    store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in ray.nodes() if node["Alive"]}
+    alive_nodes = [node for node in ray.nodes() if node["Alive"]]
+    named_owners = _start_owners(ray_context, alive_nodes)
+    store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in alive_nodes}
     owner_names = {node_id: name for node_id, (name, _) in named_owners.items()}
     owners = {node_id: owner for node_id, (_, owner) in named_owners.items()}
     try:
@@ -257,7 +258,10 @@ class RayXShards:
         """
         if not actors:
             raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
-        ranges = partition_ops.assign_row_ranges(self.partition_rows(), self.partition_nodes(), actor_nodes(actors))
+        return self._assign(actor_nodes(actors))
+
+    def _assign(self, nodes: Sequence[Optional[str]]) -> list[list[tuple[Any, int, int]]]:
+        ranges = partition_ops.assign_row_ranges(self.partition_rows(), self.partition_nodes(), nodes)
         return [[(self._partitions[index].ref, start, stop) for index, start, stop in worker] for worker in ranges]
 
     def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
@@ -270,9 +274,11 @@ class RayXShards:
         first), so the result's rows are in input order only when the assignment is."""
         import ray
 
-        assigned = self.assign_partitions_to_actors(actors)
-        results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
+        if not actors:
+            raise InvalidArgumentError("transform_shards_with_actors(actors=[]) needs at least one actor")
         nodes = actor_nodes(actors)
+        assigned = self._assign(nodes)
+        results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
         rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
         name = f"zoo_lite-holder-{uuid.uuid4().hex[:8]}"
         holder = ray.remote(num_cpus=0)(PartitionOwner).options(name=name, namespace=_NAMESPACE).remote()

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, decode_remote_error
 from zoo_lite.ray_on_spark.lease import LeaseServer
-from zoo_lite.ray_on_spark.node_launch import NodeInfo, NodePlan, barrier_task_starting_nodes, start_node
+from zoo_lite.ray_on_spark.node_launch import (
+    NodeInfo,
+    NodePlan,
+    barrier_task_starting_nodes,
+    free_port,
+    start_node,
+    this_process,
+)
 from zoo_lite.spark_settings import RaySettings, memory_to_mb
 
 if TYPE_CHECKING:
@@ -104,8 +111,9 @@ def auth_token() -> str:
     if token:
         return token
     path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
-    if path.exists() and path.read_text().strip():
-        return path.read_text().strip()
+    token = path.read_text().strip() if path.exists() else ""
+    if token:
+        return token
     token = secrets.token_hex(32)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(token)
@@ -171,26 +179,17 @@ def _node_dict(node: NodeInfo, cpus: int) -> dict[str, Any]:
 
 def _start_local(settings: RaySettings, cores: int) -> RayContext:
     """A one-node Ray on this machine, owned by the driver process."""
-    import psutil
-
     cpus = settings.ray_node_cpu_cores or cores
     lease = LeaseServer.start(_LOCAL_HOST)
     token = auth_token()
     plan = _plan(settings, lease, token, cpus)
-    me = psutil.Process()
     try:
-        from zoo_lite.ray_on_spark.node_launch import free_port
-
-        node = start_node(plan, 0, _LOCAL_HOST, None, free_port(_LOCAL_HOST), owner=(me.pid, me.create_time()))
+        node = start_node(plan, 0, _LOCAL_HOST, None, free_port(_LOCAL_HOST), owner=this_process())
         connect_to_node(node.gcs_address, token, node.temp_dir)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
         raise
     return RayContext(node.gcs_address, [_node_dict(node, cpus)], token, lease)
-
-
-def _executor_count(spark: "SparkSession") -> int:
-    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
 
 
 def _executor_cores(spark: "SparkSession", executors: int) -> int:
@@ -263,8 +262,10 @@ def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
 
 
 def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayContext:
+    from zoo_lite.context import _registered_executors
+
     _check_barrier_possible(spark)
-    executors = _executor_count(spark)
+    executors = _registered_executors(spark)
     num_nodes = settings.num_ray_nodes or executors
     if num_nodes > executors:
         raise InvalidArgumentError(
@@ -288,10 +289,7 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
             driver_node = local[0]
         else:
             # a driver on another host needs a local raylet to be a full Ray driver: a zero-CPU node
-            import psutil
-
-            me = psutil.Process()
-            driver_node = start_node(replace(plan, cpus_per_node=0), -1, driver_host, address, owner=(me.pid, me.create_time()))
+            driver_node = start_node(replace(plan, cpus_per_node=0), -1, driver_host, address, owner=this_process())
         connect_to_node(address, token, driver_node.temp_dir)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)

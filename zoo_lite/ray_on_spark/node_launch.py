@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 from zoo_lite.errors import ClusterStartError
 from zoo_lite.ray_on_spark.watchdog import WatchdogSpec
 
-__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "node_name_for", "barrier_task_starting_nodes", "start_node"]
+__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for", "barrier_task_starting_nodes", "start_node"]
 
 READY_MARKER = "Ray runtime started."
 _LOG_TAIL_LINES = 40
@@ -71,6 +71,14 @@ def executor_process() -> tuple[int, float]:
             return process.pid, process.create_time()
         process = process.parent()
     raise ClusterStartError("cannot find the Spark executor JVM among this Python worker's ancestors")
+
+
+def this_process() -> tuple[int, float]:
+    """PID and start time of the calling process, as the owner of a node started on the driver."""
+    import psutil
+
+    me = psutil.Process()
+    return me.pid, me.create_time()
 
 
 def node_name_for(host: str, executor_pid: int, temp_dir: str) -> str:
@@ -233,7 +241,8 @@ def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Ite
         context = BarrierTaskContext.get()
         rank = context.partitionId()
         host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
-        executor_pid, _ = executor_process()
+        executor = executor_process()
+        executor_pid = executor[0]
         head_port = free_port(host) if rank == 0 else None
         announced = [json.loads(message) for message in context.allGather(
             json.dumps({"host": host, "executor_pid": executor_pid, "head_port": head_port}))]
@@ -242,8 +251,8 @@ def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Ite
         def check_and_start() -> NodeInfo:
             _check_one_task_per_executor(announced)
             if rank == 0:
-                return start_node(plan, rank, host, None, head_port)
-            return start_node(plan, rank, host, head_address)
+                return start_node(plan, rank, host, None, head_port, owner=executor)
+            return start_node(plan, rank, host, head_address, owner=executor)
 
         yield _started_or_error(check_and_start)
 
