@@ -13,7 +13,7 @@ import functools
 import pickle
 import re
 import traceback
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 __all__ = [
     "ZooLiteError",
@@ -26,9 +26,12 @@ __all__ = [
     "DataReadError",
     "ShardFunctionError",
     "RemoteError",
+    "WorkerError",
+    "WorkerTimeoutError",
     "encode_remote_error",
     "decode_remote_error",
     "raising_transportably",
+    "streaming_transportably",
 ]
 
 
@@ -105,6 +108,32 @@ class RemoteError(ZooLiteError):
         return (type(self), (self.type_name, self.message, self.remote_traceback))
 
 
+class WorkerError(ZooLiteError):
+    """A training worker (a Ray actor of an Estimator) failed or died.
+
+    Attributes
+    ----------
+    rank : int
+        The failed worker's rank.
+    remote_traceback : str
+        The worker's traceback (empty when the worker process died).
+    """
+
+    def __init__(self, rank: int, message: str, remote_traceback: str = "") -> None:
+        self.rank = rank
+        self.message = message
+        self.remote_traceback = remote_traceback
+        text = f"worker {rank}: {message}"
+        super().__init__(f"{text}\nworker traceback:\n{remote_traceback}" if remote_traceback else text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.rank, self.message, self.remote_traceback))
+
+
+class WorkerTimeoutError(ZooLiteError):
+    """Training workers did not answer within a configured bound (start-up, connect, shutdown)."""
+
+
 _MARKER_RE = re.compile(r"<<zoo_lite-error:([A-Za-z0-9+/=]+)>>")
 
 
@@ -160,7 +189,27 @@ def raising_transportably(func: F) -> F:
         except _TransportedError:
             raise
         except Exception as error:  # noqa: BLE001 - every error must travel back
-            # readable where Spark shows the text as it is (a DataFrame action), decodable by zoo_lite
-            raise _TransportedError(f"{type(error).__name__}: {error}\n{encode_remote_error(error)}") from None
+            raise _transported(error) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _transported(error: Exception) -> "_TransportedError":
+    # readable where Spark shows the text as it is (a DataFrame action), decodable by zoo_lite
+    return _TransportedError(f"{type(error).__name__}: {error}\n{encode_remote_error(error)}")
+
+
+def streaming_transportably(func: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """Like :func:`raising_transportably` for a generator function whose output must stream (a
+    ``mapInArrow`` function): items are passed on one by one, errors travel back intact."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            yield from func(*args, **kwargs)
+        except _TransportedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - every error must travel back
+            raise _transported(error) from None
+
+    return wrapper

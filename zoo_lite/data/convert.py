@@ -7,7 +7,7 @@ the driver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,13 @@ __all__ = [
     "cast_table",
     "pandas_to_feature_label",
     "spark_df_to_pandas_rdd",
+    "spark_df_to_arrow_rdd",
     "pandas_rdd_to_spark_df",
+    "arrow_to_model_arrays",
+    "pandas_to_model_arrays",
+    "dict_to_model_arrays",
+    "concat_model_arrays",
+    "model_arrays_rows",
 ]
 
 # Rows per Arrow IPC payload on the way into Spark: small enough that one payload never nears a
@@ -72,16 +78,20 @@ def unify_arrow_schemas(indexed_schemas: Sequence[tuple[int, "pa.Schema"]]) -> "
         raise InvalidArgumentError(f"to_spark_df: the shards' schemas cannot be unified: {error}; pass schema=") from error
 
 
+def record_batches_to_table(payloads: Iterable[bytes], schema: "pa.Schema") -> "pa.Table":
+    """Join Spark's serialised Arrow record batches (no schema message) into one Arrow table."""
+    import pyarrow as pa
+
+    batches = [pa.ipc.read_record_batch(pa.py_buffer(payload), schema) for payload in payloads]
+    return pa.Table.from_batches(batches, schema=schema)
+
+
 def record_batches_to_pandas(payloads: Iterable[bytes], schema: "pa.Schema") -> pd.DataFrame:
     """Join Spark's serialised Arrow record batches (no schema message) into one pandas frame.
 
     An empty iterable gives an empty frame with the schema's columns and dtypes.
     """
-    import pyarrow as pa
-
-    batches = [pa.ipc.read_record_batch(pa.py_buffer(payload), schema) for payload in payloads]
-    table = pa.Table.from_batches(batches, schema=schema)
-    return table.to_pandas(split_blocks=True, self_destruct=True)
+    return record_batches_to_table(payloads, schema).to_pandas(split_blocks=True, self_destruct=True)
 
 
 def cast_table(df: pd.DataFrame, schema: "pa.Schema", partition_index: int) -> "pa.Table":
@@ -164,12 +174,12 @@ def pandas_to_feature_label(df: pd.DataFrame, feature_cols: Sequence[Hashable], 
 # Spark DataFrame ⇄ RDD of pandas shards, executor-side
 # ---------------------------------------------------------------------------------------------
 
-def spark_df_to_pandas_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
-    """An RDD with one pandas frame per partition of ``df``, converted on the executors.
+def spark_df_to_arrow_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
+    """An RDD with one Arrow table per partition of ``df``, converted on the executors.
 
     Spark's executors write each partition as Arrow record batches (``toArrowBatchRdd``); the
-    Python workers read them with the schema and build the frame, so nothing passes the driver
-    and no Row object is made.
+    Python workers read them with the schema, so nothing passes the driver and no Row object is
+    made.
     """
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
@@ -185,10 +195,17 @@ def spark_df_to_pandas_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
     batches = RDD(jrdd, session.sparkContext, NoOpSerializer())
 
     @raising_transportably
-    def to_pandas(payloads: Iterator[bytes]) -> list[pd.DataFrame]:
-        return [record_batches_to_pandas(payloads, schema)]
+    def to_table(payloads: Iterator[bytes]) -> list["pa.Table"]:
+        return [record_batches_to_table(payloads, schema)]
 
-    return batches.mapPartitions(to_pandas, preservesPartitioning=True)
+    return batches.mapPartitions(to_table, preservesPartitioning=True)
+
+
+def spark_df_to_pandas_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
+    """An RDD with one pandas frame per partition of ``df``, converted on the executors via Arrow
+    (see :func:`spark_df_to_arrow_rdd`)."""
+    return spark_df_to_arrow_rdd(df).map(lambda table: table.to_pandas(split_blocks=True, self_destruct=True),
+                                         preservesPartitioning=True)
 
 
 def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession", schema: "pa.Schema") -> "pyspark.sql.DataFrame":
@@ -208,3 +225,178 @@ def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSessio
     payloads = session.createDataFrame(rdd.mapPartitionsWithIndex(to_payload_rows), "payload binary")
     spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
     return payloads.mapInArrow(ipc_payloads_to_batches, spark_schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# Model arrays: the per-shard form the Estimators train on
+#   {"x": (ndarray, ...), "y": ndarray}  one array per model input; "y" absent for prediction
+# ---------------------------------------------------------------------------------------------
+
+def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: str) -> np.ndarray:
+    """A numeric or (nested) fixed-width list column as one ndarray, vectorised (no per-row work)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if array.null_count:
+        raise InvalidArgumentError(f"{argument}: column {name!r} has {array.null_count} null value(s); fill or drop them first")
+    shape = [len(array)]
+    while pa.types.is_list(array.type) or pa.types.is_large_list(array.type) or pa.types.is_fixed_size_list(array.type):
+        lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
+        width = int(lengths[0]) if len(lengths) else 0
+        if len(lengths) and not (lengths == width).all():
+            raise InvalidArgumentError(
+                f"{argument}: column {name!r} holds arrays of different lengths ({int(lengths.min())} to "
+                f"{int(lengths.max())}); every row of a column must have the same width"
+            )
+        shape.append(width)
+        array = array.flatten()
+        if array.null_count:
+            raise InvalidArgumentError(f"{argument}: column {name!r} has null elements inside its arrays; fill them first")
+    if not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or pa.types.is_boolean(array.type)):
+        raise InvalidArgumentError(
+            f"{argument}: column {name!r} has type {column.type}, which is not numeric; the model is fed numeric, "
+            "array-of-numeric or Vector columns: encode it first (e.g. StringIndexer, or a numeric cast)"
+        )
+    return array.to_numpy(zero_copy_only=False).reshape(shape)
+
+
+def _labels(blocks: list[np.ndarray]) -> np.ndarray:
+    """One label column as it is; several as one 2-D block."""
+    if len(blocks) == 1:
+        return blocks[0]
+    return np.concatenate([block.reshape(len(block), -1) for block in blocks], axis=1)
+
+
+def arrow_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
+                          label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
+    """Model arrays from an Arrow table: one input per name in ``feature_cols`` (an array column is
+    one input of that width) and the label columns as ``"y"``.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> table = pa.table({"a": [1.0, 2.0], "v": [[1, 2], [3, 4]], "t": [0, 1]})
+    >>> arrays = arrow_to_model_arrays(table, ["a", "v"], ["t"])
+    >>> [x.shape for x in arrays["x"]], arrays["y"].tolist()
+    ([(2,), (2, 2)], [0, 1])
+    """
+    _check_table_columns(table, feature_cols, "feature_cols")
+    arrays: dict[str, Any] = {"x": tuple(_arrow_column_to_numpy(table.column(str(c)), c, "feature_cols") for c in feature_cols)}
+    if label_cols:
+        _check_table_columns(table, label_cols, "label_cols")
+        arrays["y"] = _labels([_arrow_column_to_numpy(table.column(str(c)), c, "label_cols") for c in label_cols])
+    return arrays
+
+
+def _check_table_columns(table: "pa.Table", columns: Sequence[Hashable], argument: str) -> None:
+    from zoo_lite.errors import ColumnNotFoundError
+
+    missing = [column for column in columns if str(column) not in table.column_names]
+    if missing:
+        raise ColumnNotFoundError(f"{argument}={list(columns)!r}: column(s) {missing} not found; the data has columns {table.column_names}")
+
+
+def pandas_to_model_arrays(df: pd.DataFrame, feature_cols: Sequence[Hashable],
+                           label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
+    """Model arrays from a pandas shard (see :func:`arrow_to_model_arrays`).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3, 4], "t": [0.5, 1.5]})
+    >>> arrays = pandas_to_model_arrays(frame, ["a", "b"], ["t"])
+    >>> len(arrays["x"]), arrays["y"].tolist()
+    (2, [0.5, 1.5])
+    """
+    import pyarrow as pa
+
+    from zoo_lite.data.partition_ops import check_columns
+
+    check_columns(df, feature_cols, "feature_cols")
+    check_columns(df, list(label_cols or []), "label_cols")
+    columns = list(dict.fromkeys([*feature_cols, *(label_cols or [])]))
+    table = pa.table({str(c): _pandas_column_to_arrow(df[c], c) for c in columns})
+    return arrow_to_model_arrays(table, [str(c) for c in feature_cols], [str(c) for c in label_cols] if label_cols else None)
+
+
+def _pandas_column_to_arrow(column: pd.Series, name: Hashable) -> "pa.Array":
+    import pyarrow as pa
+
+    try:
+        return pa.array(column, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise InvalidArgumentError(f"column {name!r} (pandas dtype {column.dtype}) cannot be fed to a model: {error}") from error
+
+
+def dict_to_model_arrays(shard: Any) -> dict[str, Any]:
+    """Check an ``{"x": ndarray | tuple of ndarrays, "y": ndarray}`` shard and give it the normal
+    form (``"x"`` always a tuple).
+
+    Examples
+    --------
+    >>> arrays = dict_to_model_arrays({"x": np.zeros((3, 2)), "y": np.ones(3)})
+    >>> len(arrays["x"]), arrays["y"].shape
+    (1, (3,))
+    """
+    if not isinstance(shard, dict) or "x" not in shard:
+        raise InvalidArgumentError(
+            f"a shard is a {type(shard).__name__} with keys {sorted(map(str, shard)) if isinstance(shard, dict) else '-'}; "
+            "the Estimators take XShards of {'x': ndarray or tuple of ndarrays, 'y': ndarray}, or pandas shards with "
+            "feature_cols and label_cols"
+        )
+    several = isinstance(shard["x"], (tuple, list))
+    inputs = tuple(shard["x"]) if several else (shard["x"],)
+    keys = [f"x[{i}]" for i in range(len(inputs))] if several else ["x"]
+    arrays: dict[str, Any] = {"x": tuple(_as_numeric_array(value, key) for key, value in zip(keys, inputs))}
+    if shard.get("y") is not None:
+        arrays["y"] = _as_numeric_array(shard["y"], "y")
+    rows = {key: len(value) for key, value in zip(keys, arrays["x"])}
+    if "y" in arrays:
+        rows["y"] = len(arrays["y"])
+    if len(set(rows.values())) > 1:
+        raise InvalidArgumentError(f"a shard's features and labels have different row counts {rows}; every entry needs one row per sample")
+    return arrays
+
+
+def _as_numeric_array(value: Any, key: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.ndim == 0 or array.dtype.kind not in "biuf":
+        raise InvalidArgumentError(
+            f"shard entry {key!r} is {type(value).__name__} of dtype {array.dtype} with shape {array.shape}; "
+            "it must be a numeric ndarray with one row per sample"
+        )
+    return array
+
+
+def model_arrays_rows(arrays: dict[str, Any]) -> int:
+    """Rows of a model-arrays shard."""
+    return len(arrays["x"][0])
+
+
+def concat_model_arrays(shards: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Join model-arrays shards into one (each array concatenated along rows; always a copy, so
+    the result is writable even when the shards were read-only views of Ray's object store).
+
+    Examples
+    --------
+    >>> one = {"x": (np.zeros((2, 3)),), "y": np.zeros(2)}
+    >>> joined = concat_model_arrays([one, one])
+    >>> joined["x"][0].shape, joined["y"].shape
+    ((4, 3), (4,))
+    """
+    if not shards:
+        raise InvalidArgumentError("concat_model_arrays needs at least one shard")
+    # an empty shard's array columns have width 0, which would not concatenate with the others
+    shards = [shard for shard in shards if model_arrays_rows(shard)] or list(shards[:1])
+    widths = {len(shard["x"]) for shard in shards}
+    if len(widths) > 1:
+        raise InvalidArgumentError(f"shards have different numbers of model inputs {sorted(widths)}; give every shard the same 'x' form")
+    with_labels = sum("y" in shard for shard in shards)
+    if 0 < with_labels < len(shards):
+        raise InvalidArgumentError(
+            f"{with_labels} of {len(shards)} shards have labels ('y'); give every shard a 'y' entry, or none of them"
+        )
+    joined: dict[str, Any] = {"x": tuple(np.concatenate([shard["x"][i] for shard in shards]) for i in range(widths.pop()))}
+    if with_labels:
+        joined["y"] = np.concatenate([shard["y"] for shard in shards])
+    return joined
