@@ -40,3 +40,18 @@ def test_ray_on_spark_imports_no_ml_framework_and_not_ray_itself_until_used(modu
 def test_the_watchdog_imports_only_the_standard_library_and_psutil():
     imported = _imported_after("import zoo_lite.ray_on_spark.watchdog")
     assert not imported & set(HEAVY) and not imported & {"pandas", "numpy", "pyarrow"}
+
+
+@pytest.mark.parametrize("module", ["zoo_lite.learn.base.steps", "zoo_lite.learn.base.worker_group",
+                                    "zoo_lite.learn.base.data_inputs", "zoo_lite.learn.base.callbacks",
+                                    "zoo_lite.learn.base.checkpoints", "zoo_lite.learn.base.progress"])
+def test_the_shared_learn_machinery_imports_no_ml_framework(module):
+    assert not _imported_after(f"import {module}") & {"torch", "tensorflow", "keras"}
+
+
+def test_the_pytorch_estimator_imports_no_tensorflow_or_keras():
+    assert not _imported_after("import zoo_lite.learn.pytorch") & {"tensorflow", "keras"}
+
+
+def test_shipping_user_code_imports_no_engine_until_used():
+    assert not _imported_after("import zoo_lite.user_code") & set(HEAVY)

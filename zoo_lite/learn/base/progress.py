@@ -1,0 +1,66 @@
+"""Progress on the driver: a tqdm bar fed by rank 0 while an epoch runs, or one log line per epoch."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Optional
+
+__all__ = ["ProgressReporter", "learn_logger"]
+
+
+def learn_logger(level: int = logging.INFO) -> logging.Logger:
+    """The ``zoo_lite.learn`` logger, printing to stderr unless the application configured logging."""
+    logger = logging.getLogger("zoo_lite.learn")
+    logger.setLevel(level)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s zoo_lite %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger
+
+
+def _format_stats(stats: dict[str, Any]) -> str:
+    return " ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in stats.items())
+
+
+class ProgressReporter:
+    """Shows one ``fit`` on the driver.
+
+    With ``use_tqdm`` a bar counts global steps and shows samples/s and rank 0's running loss,
+    polled from rank 0 while the epoch runs; otherwise each finished epoch is one log line.
+    """
+
+    def __init__(self, use_tqdm: bool, total_steps: int, poll_progress: Callable[[], dict[str, Any]],
+                 logger: Optional[logging.Logger] = None) -> None:
+        self.logger = logger or learn_logger()
+        self.poll_progress = poll_progress
+        self.bar = None
+        if use_tqdm:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total_steps, unit="step", desc="fit")
+        self._started = time.monotonic()
+
+    def poll(self) -> None:
+        """Called while an epoch runs: move the bar to rank 0's step."""
+        if self.bar is None:
+            return
+        progress = self.poll_progress()
+        if "step" in progress:
+            self.bar.n = progress["step"]
+            self.bar.set_postfix(loss=f"{progress.get('loss', float('nan')):.4f}",
+                                 samples_per_s=f"{progress.get('samples_per_s', 0.0):.0f}", refresh=False)
+            self.bar.refresh()
+
+    def epoch_done(self, stats: dict[str, Any], steps_done: int) -> None:
+        if self.bar is not None:
+            self.bar.n = steps_done
+            self.bar.refresh()
+        else:
+            self.logger.info("epoch %s", _format_stats(stats))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

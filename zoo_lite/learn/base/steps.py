@@ -1,0 +1,128 @@
+"""Step arithmetic of data-parallel training: which rows each worker uses at each step.
+
+Pure NumPy, the same on every worker, so that all workers agree without talking:
+
+- ``batch_size`` is the global batch. An epoch has ``ceil(total_rows / batch_size)`` steps on
+  every worker, and every step's global batch has ``batch_size`` rows (the last one the rest).
+- Rows held by workers (XShards, DataFrames): every global batch takes from each *partition* a
+  share proportional to its size, in an order seeded per partition and epoch. Which worker holds
+  which rows depends on where Spark and Ray placed them; the batches do not, so a fixed seed gives
+  the same training whatever the placement, each row is used once per epoch, no global batch is
+  empty, and a worker's share of a step follows the rows it holds.
+- Rows every worker can index (a dataset from a DataLoader): one global order per epoch, cut into
+  global batches, each split over the workers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from zoo_lite.errors import InvalidArgumentError
+
+__all__ = ["steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng"]
+
+
+def steps_per_epoch(total_rows: int, batch_size: int) -> int:
+    """Steps that cover ``total_rows`` once with global batches of ``batch_size``.
+
+    Examples
+    --------
+    >>> steps_per_epoch(10, 4)
+    3
+    """
+    if total_rows <= 0:
+        raise InvalidArgumentError(f"data has {total_rows} rows; training and evaluation need at least one row")
+    return math.ceil(total_rows / batch_size)
+
+
+def apportion_batches(holder_rows: Sequence[int], batch_size: int) -> np.ndarray:
+    """Rows each holder (a partition) gives to each global batch: a ``(steps, holders)`` int array.
+
+    Each row sums to the global batch size (the last to the remainder) and each column to that
+    holder's rows. A step's rows come from the holders in proportion to the rows they have left;
+    the remainder from the largest fractional shares.
+
+    Examples
+    --------
+    >>> apportion_batches([3, 5], 8).tolist()
+    [[3, 5]]
+    >>> apportion_batches([5, 5], 4).tolist()
+    [[2, 2], [2, 2], [1, 1]]
+    """
+    remaining = np.asarray(holder_rows, dtype=np.int64).copy()
+    total = int(remaining.sum())
+    plan = np.zeros((steps_per_epoch(total, batch_size), len(remaining)), dtype=np.int64)
+    for step in range(plan.shape[0]):
+        left = int(remaining.sum())
+        size = min(batch_size, left)
+        shares = remaining * size / left
+        counts = np.floor(shares).astype(np.int64)
+        shortfall = size - int(counts.sum())
+        if shortfall:
+            # a positive fractional share implies rows left beyond the floor, so these stay valid
+            order = np.argsort(-(shares - counts), kind="stable")[:shortfall]
+            counts[order] += 1
+        plan[step] = counts
+        remaining -= counts
+    return plan
+
+
+def epoch_rng(seed: int, epoch: int, rank: Optional[int] = None) -> np.random.Generator:
+    """The random generator of one epoch (and one worker, when ``rank`` is given)."""
+    key = [seed, epoch] if rank is None else [seed, epoch, rank]
+    return np.random.default_rng(key)
+
+
+def held_rows_batches(partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]], batch_size: int,
+                      shuffle: bool, seed: int, epoch: int) -> list[np.ndarray]:
+    """For each step of an epoch, the positions of the rows this worker uses, where ``held`` lists
+    the ``(partition, start, stop)`` row ranges it holds, concatenated in that order.
+
+    Examples
+    --------
+    >>> [b.tolist() for b in held_rows_batches([4, 4], [(1, 0, 4)], 4, False, 0, 0)]
+    [[0, 1], [2, 3]]
+    """
+    plan = apportion_batches(partition_rows, batch_size)
+    steps = plan.shape[0]
+    step_keys, partition_keys, slot_keys, positions = [], [], [], []
+    offset = 0
+    for partition, start, stop in held:
+        rows = partition_rows[partition]
+        order = epoch_rng(seed, epoch, partition).permutation(rows) if shuffle else np.arange(rows)
+        step_of_row = np.empty(rows, dtype=np.int64)
+        step_of_row[order] = np.repeat(np.arange(steps), plan[:, partition])
+        slot_of_row = np.empty(rows, dtype=np.int64)
+        slot_of_row[order] = np.arange(rows)
+        mine = np.arange(start, stop)
+        step_keys.append(step_of_row[mine])
+        partition_keys.append(np.full(len(mine), partition))
+        slot_keys.append(slot_of_row[mine])
+        positions.append(offset + mine - start)
+        offset += stop - start
+    if not held:
+        return [np.zeros(0, dtype=np.int64) for _ in range(steps)]
+    step_of = np.concatenate(step_keys)
+    ordered = np.lexsort((np.concatenate(slot_keys), np.concatenate(partition_keys), step_of))
+    counts = np.bincount(step_of, minlength=steps)
+    return np.split(np.concatenate(positions)[ordered], np.cumsum(counts)[:-1])
+
+
+def shared_dataset_batches(total_rows: int, batch_size: int, num_workers: int, rank: int,
+                           shuffle: bool, seed: int, epoch: int) -> list[np.ndarray]:
+    """This worker's indices for each step when every worker holds the whole dataset.
+
+    One global order per epoch (the same on every worker), global batches of ``batch_size``, each
+    split into ``num_workers`` near-equal parts; this worker takes part ``rank``.
+
+    Examples
+    --------
+    >>> [b.tolist() for b in shared_dataset_batches(5, 4, 2, 0, False, 0, 0)]
+    [[0, 1], [4]]
+    """
+    order = epoch_rng(seed, epoch).permutation(total_rows) if shuffle else np.arange(total_rows)
+    steps = steps_per_epoch(total_rows, batch_size)
+    return [np.array_split(order[step * batch_size:(step + 1) * batch_size], num_workers)[rank] for step in range(steps)]

@@ -1,0 +1,249 @@
+"""The worker group: one Ray actor per training worker, spread over the Ray-on-Spark nodes.
+
+``num_nodes × workers_per_node`` actors, each pinned to its node and given that node's CPUs
+divided by ``workers_per_node``. Each actor hosts one *runner* (the framework's per-worker
+object, built by a factory the Estimator passes in) and forwards method calls to it. The group
+lives across ``fit`` / ``evaluate`` / ``predict`` until :meth:`WorkerGroup.shutdown`.
+
+Waiting never hangs: start-up and connection are bounded by ``start_timeout_s``; long calls
+(an epoch) are watched with :func:`ray.wait`, so the first worker that fails or dies ends the
+wait at once with its traceback, and the group is killed (its peers may be blocked in a
+collective). The Estimator then starts a fresh group on next use.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError
+from zoo_lite.user_code import user_code_by_value
+
+__all__ = ["WorkerGroup", "WorkerInfo"]
+
+_NAMESPACE = "zoo_lite"
+_POLL_INTERVAL_S = 0.5
+_SHUTDOWN_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What a runner knows about its place in the group."""
+
+    rank: int
+    world_size: int
+    num_threads: int
+
+
+class _WorkerActor:
+    """Hosts one runner; every call is forwarded to it (runs inside a Ray actor)."""
+
+    def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: WorkerInfo) -> None:
+        self.runner = runner_factory(info)
+
+    def address(self) -> tuple[str, int]:
+        """This worker's host address and a free port on it, for the framework's rendezvous."""
+        import ray
+
+        host = ray.util.get_node_ip_address()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            return host, probe.getsockname()[1]
+
+    def call(self, method: str, *args: Any) -> Any:
+        return getattr(self.runner, method)(*args)
+
+    def progress(self) -> dict[str, Any]:
+        """A snapshot of the runner's progress; served concurrently with a running call."""
+        return dict(getattr(self.runner, "progress", {}))
+
+    def close(self) -> None:
+        """Let the runner release what it holds (a process group, files), if it has a ``close``."""
+        closer = getattr(self.runner, "close", None)
+        if closer is not None:
+            closer()
+
+
+def _cpu_nodes() -> list[tuple[str, float]]:
+    """(node id, CPUs) of every alive Ray node with CPUs, in a stable order."""
+    import ray
+
+    nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+    nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
+    return [(node["NodeID"], float(node["Resources"]["CPU"])) for node in nodes]
+
+
+class WorkerGroup:
+    """A started group of training workers; see the module docstring.
+
+    Parameters
+    ----------
+    runner_factory : callable
+        ``WorkerInfo -> runner``, picklable; runs inside each actor.
+    workers_per_node : int
+        Workers on each Ray node (each gets the node's CPUs divided by this).
+    start_timeout_s : float
+        Bound on starting the actors and on their rendezvous.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> _ = init_orca_context(cores=2)
+    >>> class Echo:
+    ...     def __init__(self, info): self.info = info
+    ...     def connect(self, addresses): self.peers = len(addresses)
+    ...     def whoami(self, text): return f"{text} {self.info.rank}/{self.info.world_size}"
+    >>> group = WorkerGroup(Echo, workers_per_node=2)
+    >>> group.call("whoami", "worker")
+    ['worker 0/2', 'worker 1/2']
+    >>> group.shutdown()
+    >>> stop_orca_context()
+    """
+
+    def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
+                 start_timeout_s: float = 180.0) -> None:
+        if not isinstance(workers_per_node, int) or workers_per_node < 1:
+            raise InvalidArgumentError(f"workers_per_node={workers_per_node!r} must be a positive int")
+        from zoo_lite.context import ray_context_started_on_demand
+
+        self.ray_address = ray_context_started_on_demand().address
+        self.actors = self._start_actors(runner_factory, workers_per_node, start_timeout_s)
+        try:
+            addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
+            self._wait([actor.call.remote("connect", addresses) for actor in self.actors], "connect", start_timeout_s)
+        except BaseException:
+            self.kill()
+            raise
+
+    @staticmethod
+    def _start_actors(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int, start_timeout_s: float) -> list[Any]:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = _cpu_nodes()
+        if not nodes:
+            raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
+        world_size = len(nodes) * workers_per_node
+        actor_class = ray.remote(_WorkerActor)
+        actors = []
+        with user_code_by_value():   # the runner factory carries the user's model and creators
+            for node_index, (node_id, cpus) in enumerate(nodes):
+                for local in range(workers_per_node):
+                    rank = node_index * workers_per_node + local
+                    info = WorkerInfo(rank, world_size, max(1, int(cpus // workers_per_node)))
+                    actors.append(actor_class.options(
+                        num_cpus=cpus / workers_per_node, max_concurrency=2, namespace=_NAMESPACE,
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                    ).remote(runner_factory, info))
+        return actors
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers (actors) in the group."""
+        return len(self.actors)
+
+    def is_alive_in_current_ray(self) -> bool:
+        """False once the Ray cluster this group started in has been stopped or replaced."""
+        from zoo_lite.context import OrcaContext
+
+        ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
+        return bool(self.actors) and ray_context is not None and ray_context.address == self.ray_address
+
+    def call(self, method: str, *args: Any, timeout_s: Optional[float] = None,
+             on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
+        """Call ``runner.method(*args)`` on every worker; results in rank order."""
+        return self.call_each(method, [args] * len(self.actors), timeout_s=timeout_s, on_poll=on_poll)
+
+    def call_each(self, method: str, args_per_worker: Sequence[Sequence[Any]], *, timeout_s: Optional[float] = None,
+                  on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
+        """Call ``runner.method(*args_per_worker[rank])`` on every worker; results in rank order."""
+        if not self.actors:
+            raise ZooLiteError("this worker group was shut down or has failed; the Estimator starts a new one on next use")
+        with user_code_by_value():
+            futures = [actor.call.remote(method, *args) for actor, args in zip(self.actors, args_per_worker)]
+        try:
+            return self._wait(futures, method, timeout_s, on_poll)
+        except BaseException:
+            self.kill()   # peers of a failed worker may be blocked in a collective for good
+            raise
+
+    def call_one(self, rank: int, method: str, *args: Any, timeout_s: Optional[float] = None) -> Any:
+        """Call ``runner.method(*args)`` on one worker only."""
+        if not self.actors:
+            raise ZooLiteError("this worker group was shut down or has failed; the Estimator starts a new one on next use")
+        try:
+            with user_code_by_value():
+                future = self.actors[rank].call.remote(method, *args)
+            return self._wait([future], method, timeout_s)[0]
+        except BaseException:
+            self.kill()
+            raise
+
+    def progress(self) -> dict[str, Any]:
+        """Rank 0's progress snapshot, or ``{}`` when it does not answer quickly."""
+        import ray
+
+        try:
+            return ray.get(self.actors[0].progress.remote(), timeout=5)
+        except Exception:  # noqa: BLE001 - progress is best effort; failures surface from the call itself
+            return {}
+
+    def _wait(self, futures: list[Any], what: str, timeout_s: Optional[float],
+              on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
+        import ray
+
+        rank_of = {future: rank for rank, future in enumerate(futures)}
+        results: dict[int, Any] = {}
+        pending = list(futures)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_INTERVAL_S)
+            for future in ready:
+                results[rank_of[future]] = _result_of(future, rank_of[future], what)
+            if on_poll is not None:
+                on_poll()
+            if pending and deadline is not None and time.monotonic() > deadline:
+                late = sorted(rank_of[future] for future in pending)
+                raise WorkerTimeoutError(f"workers {late} did not finish {what!r} within {timeout_s:.0f} s")
+        return [results[rank] for rank in range(len(futures))]
+
+    def kill(self) -> None:
+        """End every actor at once (idempotent)."""
+        import ray
+
+        actors, self.actors = self.actors, []
+        if ray.is_initialized():
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+    def shutdown(self) -> None:
+        """Let each runner release its resources (bounded), then end the actors."""
+        import ray
+
+        if self.actors and ray.is_initialized():
+            try:
+                self._wait([actor.close.remote() for actor in self.actors], "close", _SHUTDOWN_TIMEOUT_S)
+            except ZooLiteError:
+                pass  # the actors are killed below either way
+        self.kill()
+
+
+def _result_of(future: Any, rank: int, what: str) -> Any:
+    """The value of a finished call, or the worker's failure as a ZooLiteError."""
+    import ray
+
+    try:
+        return ray.get(future)
+    except ray.exceptions.RayTaskError as error:
+        cause = error.cause
+        if isinstance(cause, ZooLiteError):
+            raise cause from error   # the runner's own clear error, e.g. a bad data creator
+        kind = type(cause).__name__ if cause is not None else "error"
+        # the dual-class errors Ray builds for plain exceptions carry the traceback only in their text
+        remote_traceback = getattr(error, "traceback_str", None) or str(error)
+        raise WorkerError(rank, f"{what} failed: {kind}: {cause}", remote_traceback) from error
+    except ray.exceptions.RayActorError as error:
+        raise WorkerError(rank, f"the worker process died during {what} ({error.__class__.__name__}); "
+                                "a fresh worker group is started on next use") from error
