@@ -1,0 +1,332 @@
+"""The PyTorch Estimator on real Spark (local-cluster, two executors) and real Ray: two workers."""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from tests.learn import models
+from tests.ray_on_spark.helpers import stop_and_check_clean
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import SparkXShards, XShards
+from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
+from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """Two executors, each with its Ray node: the Estimators get two workers."""
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    yield OrcaContext.get_spark_session()
+    stop_and_check_clean(ray_context)
+
+
+def shards_with_sizes(arrays: dict, sizes: list[int]) -> SparkXShards:
+    """Dict shards, one per partition, with these row counts."""
+    sc = OrcaContext.get_spark_context()
+    bounds = np.cumsum([0, *sizes])
+    def rows(value, i):
+        if isinstance(value, tuple):
+            return tuple(part[bounds[i]:bounds[i + 1]] for part in value)
+        return value[bounds[i]:bounds[i + 1]]
+
+    pieces = [{key: rows(value, i) for key, value in arrays.items()} for i in range(len(sizes))]
+    return SparkXShards(sc.parallelize(pieces, len(pieces)))
+
+
+def regression_arrays(rows: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, 2)).astype(np.float32)
+    return {"x": x, "y": (x @ np.array([1.5, -2.0], dtype=np.float32)).astype(np.float32)}
+
+
+def linear_estimator(**options) -> "Estimator":
+    model = nn.Linear(2, 1)
+    return Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                loss=nn.MSELoss(), seed=0, **options)
+
+
+# -- exact semantics ------------------------------------------------------------------------------
+
+def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 1)).astype(np.float32)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1, bias=False)
+    start = model.weight.detach().clone()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1)
+    assert est.num_workers == 2
+    history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8)
+
+    reference = nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        reference.weight.copy_(start)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.05)
+    for _ in range(4):
+        optimizer.zero_grad()
+        nn.MSELoss()(reference(torch.from_numpy(x)), torch.from_numpy(y)).backward()
+        optimizer.step()
+    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), reference.weight.detach().numpy(), atol=1e-5, rtol=0)
+    assert [h["epoch"] for h in history] == [1, 2, 3, 4] and all(h["num_samples"] == 8 for h in history)
+    est.shutdown()
+
+
+def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
+    shards = shards_with_sizes(regression_arrays(40), [10, 30])
+    weights = []
+    for _ in range(2):
+        est = Estimator.from_torch(model=lambda config: nn.Linear(2, 1), optimizer=models.sgd_creator,
+                                   loss=nn.MSELoss(), seed=5)
+        est.fit(shards, epochs=2, batch_size=8)
+        weights.append(est.get_model().weight.detach().clone())
+        est.shutdown()
+    assert torch.equal(weights[0], weights[1])
+
+
+# -- digits, end to end ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def digits_frames(two_workers):
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(digits.data / 16.0, digits.target, test_size=0.25, random_state=0)
+
+    def frame(x, y, offset):
+        return two_workers.createDataFrame(pd.DataFrame({"id": np.arange(len(y)) + offset, "features": list(x), "label": y}))
+
+    return frame(x_train, y_train, 0).repartition(3), frame(x_test, y_test, 10_000)
+
+
+def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row_in_order(digits_frames) -> None:
+    import torchmetrics
+
+    train, test = digits_frames
+    est = Estimator.from_torch(model=models.digits_mlp, optimizer=models.sgd_creator, loss=nn.CrossEntropyLoss(),
+                               metrics=[torchmetrics.Accuracy(task="multiclass", num_classes=10)],
+                               config={"lr": 0.2, "hidden": 64}, seed=0)
+    history = est.fit(train, epochs=12, batch_size=64, feature_cols=["features"], label_cols=["label"],
+                      validation_data=test)
+    assert {"train_loss", "val_loss", "val_MulticlassAccuracy", "epoch_time_s", "num_samples"} <= set(history[-1])
+    assert history[-1]["train_loss"] < history[0]["train_loss"]
+
+    predicted = est.predict(test, batch_size=128, feature_cols=["features"])
+    assert predicted.columns == test.columns + ["prediction"]
+    rows = predicted.toPandas()
+    assert rows["id"].tolist() == test.toPandas()["id"].tolist()
+    accuracy = float((np.stack(rows["prediction"]).argmax(axis=1) == rows["label"]).mean())
+    assert accuracy >= 0.9
+    # the metric is aggregated exactly over both workers: it equals the accuracy of all predictions
+    evaluated = est.evaluate(test, batch_size=64, feature_cols=["features"], label_cols=["label"])
+    assert evaluated["num_samples"] == len(rows)
+    assert evaluated["MulticlassAccuracy"] == pytest.approx(accuracy, abs=1e-6)
+    assert history[-1]["val_MulticlassAccuracy"] == pytest.approx(accuracy, abs=1e-6)
+    est.shutdown()
+
+
+def test_vector_columns_and_double_columns_feed_a_float32_model(two_workers) -> None:
+    from pyspark.ml.feature import VectorAssembler
+
+    arrays = regression_arrays(60)
+    pdf = pd.DataFrame({"a": arrays["x"][:, 0].astype(np.float64), "b": arrays["x"][:, 1].astype(np.float64),
+                        "y": arrays["y"].astype(np.float64)})
+    df = VectorAssembler(inputCols=["a", "b"], outputCol="vec").transform(two_workers.createDataFrame(pdf))
+    est = linear_estimator()
+    history = est.fit(df, epochs=30, batch_size=16, feature_cols=["vec"], label_cols=["y"])
+    assert history[-1]["train_loss"] < 0.05 * history[0]["train_loss"]
+    predicted = est.predict(df, feature_cols="vec")
+    assert predicted.schema["prediction"].dataType.simpleString() == "float"
+    assert predicted.schema["vec"].dataType == df.schema["vec"].dataType
+    assert predicted.count() == 60
+    est.shutdown()
+
+
+# -- every input kind -----------------------------------------------------------------------------
+
+def _input_kinds(spark):
+    arrays = regression_arrays(64)
+    pdf = pd.DataFrame({"a": arrays["x"][:, 0], "b": arrays["x"][:, 1], "y": arrays["y"]})
+    return {
+        "dict xshards": (shards_with_sizes(arrays, [20, 44]), {}),
+        "pandas xshards": (XShards.partition(pdf.assign(x=list(arrays["x"])), num_shards=3), {"feature_cols": ["x"], "label_cols": "y"}),
+        "spark dataframe": (spark.createDataFrame(pdf.assign(x=list(arrays["x"].astype(np.float64)))), {"feature_cols": ["x"], "label_cols": ["y"]}),
+        "dataloader": (torch.utils.data.DataLoader(models.regression_dataset(), batch_size=16, shuffle=True), {}),
+        "creator (config, batch_size)": (models.loader_creator, {}),
+        "creator (config)": (models.loader_creator_guide_form, {}),
+    }
+
+
+def test_every_data_input_kind_trains_and_evaluates(two_workers) -> None:
+    est = linear_estimator()
+    for name, (data, columns) in _input_kinds(two_workers).items():
+        history = est.fit(data, epochs=8, batch_size=16, **columns)
+        assert history[-1]["num_samples"] == 64, name
+        assert history[-1]["train_loss"] < history[0]["train_loss"], name
+        assert est.evaluate(data, batch_size=16, **columns)["num_samples"] == 64, name
+    est.shutdown()
+
+
+def test_multi_input_models_take_one_input_per_entry(two_workers) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(30, 2)).astype(np.float32), rng.normal(size=(30,)).astype(np.float32)
+    y = (a.sum(axis=1) + b).astype(np.float32)
+    model = models.TwoInputs()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=0)
+    history = est.fit(shards_with_sizes({"x": (a, b), "y": y}, [12, 18]), epochs=20, batch_size=10)
+    assert history[-1]["train_loss"] < 0.1 * history[0]["train_loss"]
+    df = two_workers.createDataFrame(pd.DataFrame({"a": list(a.astype(np.float64)), "b": b.astype(np.float64), "y": y}))
+    history = est.fit(df, epochs=2, batch_size=10, feature_cols=["a", "b"], label_cols=["y"])
+    assert history[-1]["num_samples"] == 30
+    assert est.predict(df, feature_cols=["a", "b"]).count() == 30
+    est.shutdown()
+
+
+# -- callbacks, progress, checkpoints ------------------------------------------------------------
+
+class RecordHooks(Callback):
+    """Appends ``rank hook`` lines to a file per worker."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def _record(self, runner, hook: str) -> None:
+        with open(os.path.join(self.folder, f"rank{runner.rank}.log"), "a") as log:
+            log.write(f"{hook} {runner.epoch}\n")
+
+    def before_run(self, runner): self._record(runner, "before_run")
+    def after_run(self, runner): self._record(runner, "after_run")
+    def before_train_epoch(self, runner): self._record(runner, "before_train_epoch")
+    def after_train_epoch(self, runner): self._record(runner, "after_train_epoch")
+    def before_train_iter(self, runner): self._record(runner, "before_train_iter")
+    def after_train_iter(self, runner): self._record(runner, "after_train_iter")
+
+
+def test_callbacks_run_on_every_worker_and_checkpoints_and_event_files_are_written(two_workers, tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    est = linear_estimator()
+    hooks, checkpoints, events = tmp_path / "hooks", tmp_path / "ckpt", tmp_path / "tb"
+    hooks.mkdir()
+    data = shards_with_sizes(regression_arrays(40), [15, 25])
+    est.fit(data, epochs=3, batch_size=10, validation_data=data,
+            callbacks=[RecordHooks(str(hooks)), ModelCheckpoint(str(checkpoints)), TensorBoard(str(events), freq=2)])
+    for rank in (0, 1):
+        lines = (hooks / f"rank{rank}.log").read_text().splitlines()
+        kinds = [line.split()[0] for line in lines]
+        assert kinds[0] == "before_run" and kinds[-1] == "after_run"
+        assert kinds.count("before_train_epoch") == kinds.count("after_train_epoch") == 3
+        assert kinds.count("before_train_iter") == kinds.count("after_train_iter") == 3 * 4   # 40 rows / 10 per step
+    assert sorted(os.listdir(checkpoints)) == ["epoch=1.ckpt", "epoch=2.ckpt", "epoch=3.ckpt"]
+    assert Estimator.latest_checkpoint(str(checkpoints)).endswith("epoch=3.ckpt")
+    accumulator = EventAccumulator(glob.glob(str(events / "events.out.tfevents*"))[0])
+    accumulator.Reload()
+    assert {"epoch/train_loss", "epoch/val_loss", "train/step_loss"} <= set(accumulator.Tags()["scalars"])
+    assert [event.step for event in accumulator.Scalars("epoch/train_loss")] == [1, 2, 3]
+    est.shutdown()
+
+
+def test_tqdm_progress_shows_steps_on_the_driver(two_workers, capfd) -> None:
+    est = linear_estimator(use_tqdm=True)
+    est.fit(shards_with_sizes(regression_arrays(40), [20, 20]), epochs=2, batch_size=10)
+    assert "8/8" in capfd.readouterr().err   # 2 epochs × 4 steps
+    est.shutdown()
+
+
+def test_save_and_load_give_equal_predictions(two_workers, tmp_path) -> None:
+    data = shards_with_sizes(regression_arrays(40), [20, 20])
+    est = linear_estimator()
+    est.fit(data, epochs=3, batch_size=10)
+    est.save(str(tmp_path / "model.pt"))
+    expected = np.concatenate([s["prediction"] for s in est.predict(data).collect()])
+    est.shutdown()
+    restored = linear_estimator()
+    restored.load(str(tmp_path / "model.pt"))
+    got = np.concatenate([s["prediction"] for s in restored.predict(data).collect()])
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(InvalidArgumentError, match="no checkpoint at path="):
+        restored.load(str(tmp_path / "missing.pt"))
+
+
+def test_resuming_from_a_checkpoint_continues_at_the_next_epoch_exactly(two_workers, tmp_path) -> None:
+    data = shards_with_sizes(regression_arrays(40), [10, 30])
+    model = nn.Linear(2, 1)
+    whole = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                 loss=nn.MSELoss(), seed=3, model_dir=str(tmp_path))
+    whole.fit(data, epochs=3, batch_size=8)
+    whole.shutdown()
+
+    model = nn.Linear(2, 1)
+    resumed = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                   loss=nn.MSELoss(), seed=3)
+    resumed.load_checkpoint(str(tmp_path / "epoch=2.ckpt"))
+    history = resumed.fit(data, epochs=1, batch_size=8)
+    assert history[0]["epoch"] == 3
+    for name, value in whole.get_model().state_dict().items():
+        torch.testing.assert_close(resumed.get_model().state_dict()[name], value, atol=1e-6, rtol=0)
+    resumed.shutdown()
+
+
+# -- bad input and faults -------------------------------------------------------------------------
+
+def test_bad_inputs_get_clear_errors(two_workers) -> None:
+    spark = two_workers
+    df = spark.createDataFrame(pd.DataFrame({"a": [1.0, 2.0, 3.0], "s": ["x", "y", "z"], "y": [0.0, 1.0, 0.0]}))
+    est = linear_estimator()
+    with pytest.raises(ColumnNotFoundError, match=r"feature_cols=\['nope'\]: column\(s\) \['nope'\] not found"):
+        est.fit(df, feature_cols=["nope"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match="feature_cols: column 's' has type string, which is not numeric"):
+        est.fit(df, feature_cols=["s"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match=r"different row counts \{'x': 3, 'y': 2\}"):
+        est.fit(XShards.partition({"x": np.zeros((3, 2)), "y": np.zeros(3)}, num_shards=1)
+                .transform_shard(lambda s: {"x": s["x"], "y": s["y"][:2]}))
+    with pytest.raises(InvalidArgumentError, match="batch_size=1 is smaller than the number of workers"):
+        est.fit(shards_with_sizes(regression_arrays(10), [5, 5]), batch_size=1)
+    with pytest.raises(InvalidArgumentError, match="has no rows"):
+        est.fit(spark.createDataFrame(pd.DataFrame({"a": [1.0], "y": [1.0]})).limit(0), feature_cols=["a"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match="the data creator 'not_a_loader_creator' returned a list"):
+        est.fit(models.not_a_loader_creator)
+    with pytest.raises(InvalidArgumentError, match="data is a str"):
+        est.fit("not data")
+    with pytest.raises(InvalidArgumentError, match="feature_cols was given without label_cols"):
+        est.fit(XShards.partition(pd.DataFrame({"a": [1.0, 2.0]}), num_shards=1), feature_cols=["a"])
+    with pytest.raises(InvalidArgumentError, match=r"model: the model creator '<lambda>' returned a str"):
+        Estimator.from_torch(model=lambda config: "not a module", optimizer=models.sgd_creator, loss=nn.MSELoss())
+    with pytest.raises(InvalidArgumentError, match=r"optimizer: the creator 'make' takes 1 positional argument\(s\) \(lr\)"):
+        def make(lr):
+            return None
+        Estimator.from_torch(model=nn.Linear(2, 1), optimizer=make, loss=nn.MSELoss())
+    with pytest.raises(InvalidArgumentError, match="epochs=0 must be a positive int"):
+        est.fit(shards_with_sizes(regression_arrays(10), [5, 5]), epochs=0)
+    # the estimator still works after all of these
+    assert est.fit(shards_with_sizes(regression_arrays(10), [5, 5]), batch_size=4)[0]["num_samples"] == 10
+    est.shutdown()
+
+
+def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recovers(two_workers) -> None:
+    arrays = regression_arrays(40)
+    bad = {"x": arrays["x"].copy(), "y": arrays["y"]}
+    bad["x"][35, 0] = 999   # only in the second partition, so only one worker fails
+    model = models.FailsOnMarker()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=0)
+    est.fit(shards_with_sizes(arrays, [20, 20]), epochs=1, batch_size=8)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match="marker row reached the model") as caught:
+        est.fit(shards_with_sizes(bad, [20, 20]), epochs=2, batch_size=8)
+    assert time.monotonic() - started < 30
+    assert "in forward" in caught.value.remote_traceback
+    history = est.fit(shards_with_sizes(arrays, [20, 20]), epochs=1, batch_size=8)   # a fresh worker group
+    assert history[0]["num_samples"] == 40
+    est.shutdown()

@@ -1,0 +1,131 @@
+"""Per-worker batches for the torch runner: rows the worker holds, or a dataset every worker can index.
+
+A batch is ``(inputs, target, rows)``: a tuple of input tensors, the target tensor (None when
+predicting) and the row count, which may be 0 for a worker whose share of a step is empty (it
+still takes part in the step's gradient exchange). The step arithmetic is
+:mod:`zoo_lite.learn.base.steps`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import torch
+
+from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base import steps
+
+__all__ = ["Batch", "ArrayFeed", "DatasetFeed", "tensor_from_array"]
+
+Batch = tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor], int]
+
+
+def tensor_from_array(array: np.ndarray, float_dtype: torch.dtype) -> torch.Tensor:
+    """Zero-copy tensor of ``array``; floating data takes the model's dtype, integers int64
+    (what embedding layers and class-index losses want), booleans stay booleans."""
+    array = np.ascontiguousarray(array)
+    if array.flags.writeable:
+        tensor = torch.from_numpy(array)
+    else:
+        # arrays over Arrow buffers are read-only; zoo_lite never writes into input tensors
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            tensor = torch.from_numpy(array)
+    if tensor.is_floating_point() and tensor.dtype != float_dtype:
+        return tensor.to(float_dtype)
+    if tensor.dtype in (torch.int8, torch.int16, torch.int32, torch.uint8):
+        return tensor.long()
+    return tensor
+
+
+class ArrayFeed:
+    """Rows this worker holds, as tensors.
+
+    ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
+    ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
+    """
+
+    def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
+                 world_size: int, float_dtype: torch.dtype) -> None:
+        self.inputs = tuple(tensor_from_array(x, float_dtype) for x in arrays["x"])
+        self.target = tensor_from_array(arrays["y"], float_dtype) if "y" in arrays else None
+        self.partition_rows = list(partition_rows)
+        self.held = list(held)
+        self.world_size = world_size
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.partition_rows)
+
+    @property
+    def local_rows(self) -> int:
+        return sum(stop - start for _, start, stop in self.held)
+
+    def _take(self, positions: np.ndarray) -> Batch:
+        if not len(positions):
+            return (), None, 0
+        if positions[-1] - positions[0] == len(positions) - 1 and (np.diff(positions) == 1).all():
+            part = slice(int(positions[0]), int(positions[-1]) + 1)   # a contiguous run: views, no copy
+        else:
+            part = torch.from_numpy(positions)
+        target = self.target[part] if self.target is not None else None
+        return tuple(x[part] for x in self.inputs), target, len(positions)
+
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
+        for positions in steps.held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch):
+            yield self._take(positions)
+
+    def eval_batches(self, batch_size: int) -> Iterator[Batch]:
+        """This worker's rows in order, in local batches (no step is shared, so sizes may differ)."""
+        local = max(1, batch_size // self.world_size)
+        rows = self.local_rows
+        for start in range(0, rows, local):
+            yield self._take(np.arange(start, min(start + local, rows)))
+
+
+def _split_batch(batch: Any) -> tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor]]:
+    """A collated batch as (inputs, target): ``(x..., y)`` sequences end with the target."""
+    if isinstance(batch, torch.Tensor):
+        return (batch,), None
+    if isinstance(batch, (list, tuple)) and len(batch) >= 2:
+        return tuple(batch[:-1]), batch[-1]
+    if isinstance(batch, (list, tuple)) and len(batch) == 1:
+        return (batch[0],), None
+    raise InvalidArgumentError(
+        f"a DataLoader batch is a {type(batch).__name__}; zoo_lite expects a tensor or a sequence (inputs..., target)"
+    )
+
+
+class DatasetFeed:
+    """A map-style dataset every worker holds in full (from a DataLoader or a creator)."""
+
+    def __init__(self, dataset: Any, collate_fn: Any, shuffle: bool, world_size: int, rank: int) -> None:
+        self.dataset = dataset
+        self.collate_fn = collate_fn
+        self.shuffle = shuffle
+        self.world_size = world_size
+        self.rank = rank
+
+    @property
+    def total_rows(self) -> int:
+        return len(self.dataset)
+
+    def _collate(self, indices: np.ndarray) -> Batch:
+        if not len(indices):
+            return (), None, 0
+        inputs, target = _split_batch(self.collate_fn([self.dataset[int(i)] for i in indices]))
+        return inputs, target, len(indices)
+
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
+        order = steps.shared_dataset_batches(self.total_rows, batch_size, self.world_size, self.rank,
+                                             shuffle and self.shuffle, seed, epoch)
+        for indices in order:
+            yield self._collate(indices)
+
+    def eval_batches(self, batch_size: int) -> Iterator[Batch]:
+        mine = np.array_split(np.arange(self.total_rows), self.world_size)[self.rank]
+        local = max(1, batch_size // self.world_size)
+        for start in range(0, len(mine), local):
+            yield self._collate(mine[start:start + local])
