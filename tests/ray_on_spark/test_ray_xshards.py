@@ -15,6 +15,7 @@ from tests.ray_on_spark.helpers import assert_nodes_match_executors, describe, s
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import SparkXShards, XShards
 from zoo_lite.data.ray_xshards import PartitionLostError, RayXShards
+from zoo_lite.errors import ZooLiteError
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,21 +114,24 @@ def test_assignment_balances_rows_and_prefers_local_partitions(ray_local_cluster
     assert ray.get([actor.node.remote() for actor in actors]) == nodes
 
 
-def test_release_frees_the_owner_actors(ray_local_cluster) -> None:
+def test_release_makes_the_owners_forget_the_objects_and_the_owners_are_reused(ray_local_cluster) -> None:
     import ray
 
     in_ray = frames([2, 2]).to_ray()
-    owners = list(in_ray._owners)
+    owners, tag = list(in_ray._owners), in_ray._tag
+    assert sum(len(ray.get(owner.registered.remote(tag))) for owner in owners) == 2
+    again = frames([1, 1]).to_ray()
+    assert again._owners == owners, "a second to_ray() reuses the node owners instead of starting actors"
     in_ray.release()
     in_ray.release()  # idempotent
-    deadline = time.monotonic() + 30  # ray.kill is asynchronous
-    while time.monotonic() < deadline:
-        try:
-            ray.get(owners[0].registered.remote(), timeout=30)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.2)
-    pytest.fail("the owner actor was still alive 30 s after release()")
+    deadline = time.monotonic() + 30  # forget() is sent without waiting
+    while time.monotonic() < deadline and any(ray.get(owner.registered.remote(tag)) for owner in owners):
+        time.sleep(0.1)
+    assert not any(ray.get(owner.registered.remote(tag)) for owner in owners)
+    assert [shard["id"].tolist() for shard in again.collect()] == [[0], [1]]
+    with pytest.raises(ZooLiteError, match="this RayXShards was released"):
+        in_ray.collect()
+    again.release()
 
 
 def test_a_killed_executor_ends_its_ray_node_and_its_partitions_are_reported_lost(ray_local_cluster) -> None:

@@ -4,8 +4,10 @@
 its own executor and hands its partition (the list of its shards) to a long-lived *owner* actor
 pinned to that node, which puts it into the node's object store and so owns it (Ray 2.56 removed
 ``ray.put(_owner=...)``). The data never passes through the driver, and it outlives the Spark
-task. The owner actors belong to the :class:`RayXShards`; :meth:`RayXShards.release` (or garbage
-collection) ends them and frees the objects.
+task. There is one owner per Ray node, started once and reused by every ``to_ray()`` (starting an
+actor costs about a second); each :class:`RayXShards` holds its objects there under its own tag,
+and :meth:`RayXShards.release` (or garbage collection) makes the owners forget the tag, which
+frees the objects.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = ["RayXShards", "PartitionLostError", "ObjectStoreFullError"]
 
 _NAMESPACE = "zoo_lite"
 _GET_TIMEOUT_S = 600.0
+_PING_TIMEOUT_S = 10.0
 
 
 class PartitionLostError(ZooLiteError):
@@ -37,28 +40,32 @@ class ObjectStoreFullError(ZooLiteError):
 
 
 class PartitionOwner:
-    """Owns the partition objects put on its node; they live as long as it does."""
+    """Owns the partition objects put on its node, per RayXShards tag, until told to forget them."""
 
     def __init__(self) -> None:
-        self.refs: dict[int, Any] = {}
+        self.refs: dict[str, dict[int, Any]] = {}
 
-    def adopt(self, index: int, partition: list[Any]) -> None:
+    def adopt(self, tag: str, index: int, partition: list[Any]) -> None:
         """Put ``partition`` (read zero-copy from this node's store) as an object this actor owns;
         Ray 2.56 removed ``ray.put(_owner=...)``, so the owner puts it itself."""
         import ray
 
-        self.refs[index] = ray.put(partition)
+        self.refs.setdefault(tag, {})[index] = ray.put(partition)
 
-    def hold(self, index: int, boxed_ref: list[Any]) -> None:
+    def hold(self, tag: str, index: int, boxed_ref: list[Any]) -> None:
         """Keep a reference owned elsewhere (boxed, so that Ray passes the reference, not the value)."""
-        self.refs[index] = boxed_ref[0]
+        self.refs.setdefault(tag, {})[index] = boxed_ref[0]
 
-    def boxed(self, index: int) -> list[Any]:
+    def boxed(self, tag: str, index: int) -> list[Any]:
         """The reference of partition ``index``, boxed: the caller borrows it in-band."""
-        return [self.refs[index]]
+        return [self.refs[tag][index]]
 
-    def registered(self) -> dict[int, list[Any]]:
-        return {index: [ref] for index, ref in self.refs.items()}
+    def registered(self, tag: str) -> dict[int, list[Any]]:
+        return {index: [ref] for index, ref in self.refs.get(tag, {}).items()}
+
+    def forget(self, tag: str) -> int:
+        """Drop the references of ``tag`` (Ray frees the objects once no one borrows them)."""
+        return len(self.refs.pop(tag, {}))
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,11 @@ class _Partition:
     node_id: str
     rows: int
     holder: str  # name of the PartitionOwner that hands the reference to Spark tasks
+    tag: str     # the RayXShards' key in that owner
+
+
+#: in a Spark Python worker, the Ray address it is connected to
+_task_connected_to: Optional[str] = None
 
 
 def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) -> None:
@@ -77,8 +89,11 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) ->
     from zoo_lite.ray_on_spark.cluster import connect_to_node, node_serving
     from zoo_lite.ray_on_spark.node_launch import executor_process
 
+    global _task_connected_to
     if ray.is_initialized():
-        if ray.get_runtime_context().gcs_address == address:
+        # compared with the address this process connected with: Ray reports the GCS by the node's
+        # IP, which differs from a loopback address given to connect (a reconnect costs ~0.3 s)
+        if _task_connected_to == address:
             return
         ray.shutdown()  # a worker reused from an earlier cluster
     hostname, (executor_pid, _) = socket.gethostname(), executor_process()
@@ -89,6 +104,7 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) ->
             "host: start Ray with num_ray_nodes equal to the number of executors"
         )
     connect_to_node(address, token, node["temp_dir"])
+    _task_connected_to = address
 
 
 def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
@@ -104,7 +120,7 @@ def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) 
 
 
 def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner_names: dict[str, str],
-                    store_bytes: dict[str, float]) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
+                    store_bytes: dict[str, float], tag: str) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
     def put(index: int, shards: Iterator[Any]) -> list[tuple[int, str, int]]:
         import ray
         from ray.exceptions import ObjectStoreFullError as RayStoreFull
@@ -115,7 +131,7 @@ def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner
         _check_fits(index, partition, store_bytes.get(node_id))
         owner = ray.get_actor(owner_names[node_id], namespace=_NAMESPACE)
         try:
-            ray.get(owner.adopt.remote(index, partition), timeout=_GET_TIMEOUT_S)
+            ray.get(owner.adopt.remote(tag, index, partition), timeout=_GET_TIMEOUT_S)
         except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
             raise ObjectStoreFullError(
                 f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
@@ -126,23 +142,45 @@ def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner
     return raising_transportably(put)
 
 
-def _start_owners(ray_context: "RayContext", alive_nodes: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
-    """One owner actor on each of the context's nodes (the executors'), pinned there."""
+#: per Ray cluster address, the owner actor of each node: node id -> (name, handle)
+_node_owners: dict[str, dict[str, tuple[str, Any]]] = {}
+
+
+def _owners_alive(owners: dict[str, tuple[str, Any]]) -> set[str]:
+    """Node ids whose cached owner still answers."""
+    import ray
+
+    alive = set()
+    for node_id, (_, owner) in owners.items():
+        try:
+            ray.get(owner.registered.remote(""), timeout=_PING_TIMEOUT_S)
+            alive.add(node_id)
+        except Exception:  # noqa: BLE001 - a dead or unreachable owner is simply replaced
+            pass
+    return alive
+
+
+def _owners_on(ray_context: "RayContext", alive_nodes: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
+    """The owner actor on each of the context's nodes (the executors'), pinned there; started on
+    first use and reused while it lives."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    owner_class = ray.remote(num_cpus=0)(PartitionOwner)
     names = {node["node_name"] for node in ray_context.nodes}
     node_ids = [node["NodeID"] for node in alive_nodes if node.get("NodeName") in names]
-    tag = uuid.uuid4().hex[:8]
-    owners = {}
+    cached = _node_owners.setdefault(ray_context.address, {})
+    alive = _owners_alive({node_id: cached[node_id] for node_id in node_ids if node_id in cached})
+    owner_class = ray.remote(num_cpus=0)(PartitionOwner)
+    started = []
     for node_id in node_ids:
-        name = f"zoo_lite-owner-{tag}-{node_id[:12]}"
-        owners[node_id] = (name, owner_class.options(
-            name=name, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote())
-    ray.get([owner.registered.remote() for _, owner in owners.values()], timeout=_GET_TIMEOUT_S)
-    return owners
+        if node_id not in alive:
+            name = f"zoo_lite-owner-{uuid.uuid4().hex[:8]}-{node_id[:12]}"
+            cached[node_id] = (name, owner_class.options(
+                name=name, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote())
+            started.append(cached[node_id][1])
+    ray.get([owner.registered.remote("") for owner in started], timeout=_GET_TIMEOUT_S)
+    return {node_id: cached[node_id] for node_id in node_ids}
 
 
 def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
@@ -154,22 +192,28 @@ def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
 
     ray_context = ray_context_started_on_demand()
     alive_nodes = [node for node in ray.nodes() if node["Alive"]]
-    named_owners = _start_owners(ray_context, alive_nodes)
+    named_owners = _owners_on(ray_context, alive_nodes)
     store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in alive_nodes}
     owner_names = {node_id: name for node_id, (name, _) in named_owners.items()}
-    owners = {node_id: owner for node_id, (_, owner) in named_owners.items()}
+    owners = [owner for _, owner in named_owners.values()]
+    tag = uuid.uuid4().hex
     try:
         placed = _run(shards._sc, shards.rdd.mapPartitionsWithIndex(
-            _put_partitions(ray_context.address, ray_context.auth_token, ray_context.nodes, owner_names, store_bytes)).collect)
+            _put_partitions(ray_context.address, ray_context.auth_token, ray_context.nodes, owner_names, store_bytes, tag)).collect)
         refs: dict[int, Any] = {}
-        for owner in owners.values():
-            refs.update({index: boxed[0] for index, boxed in ray.get(owner.registered.remote(), timeout=_GET_TIMEOUT_S).items()})
+        for owner in owners:
+            refs.update({index: boxed[0] for index, boxed in ray.get(owner.registered.remote(tag), timeout=_GET_TIMEOUT_S).items()})
     except BaseException:
-        for owner in owners.values():
-            ray.kill(owner)
+        _forget(owners, tag)
         raise
-    partitions = [_Partition(index, refs[index], node_id, rows, owner_names[node_id]) for index, node_id, rows in sorted(placed)]
-    return RayXShards(partitions, list(owners.values()))
+    partitions = [_Partition(index, refs[index], node_id, rows, owner_names[node_id], tag) for index, node_id, rows in sorted(placed)]
+    return RayXShards(partitions, owners, tag)
+
+
+def _forget(owners: Sequence[Any], tag: str) -> None:
+    """Tell the owners to drop ``tag``'s objects (asynchronously: nothing to wait for)."""
+    for owner in owners:
+        owner.forget.remote(tag)
 
 
 class RayXShards:
@@ -193,9 +237,17 @@ class RayXShards:
     >>> stop_orca_context()
     """
 
-    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = ()) -> None:
-        self._partitions = list(partitions)
+    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = (), tag: str = "") -> None:
+        self._parts = list(partitions)
         self._owners = list(owners)
+        self._tag = tag
+        self._released = False
+
+    @property
+    def _partitions(self) -> list[_Partition]:
+        if self._released:
+            raise ZooLiteError("this RayXShards was released and its objects freed; build it again with to_ray()")
+        return self._parts
 
     # -- facts ----------------------------------------------------------------------------------
 
@@ -280,11 +332,15 @@ class RayXShards:
         assigned = self._assign(nodes)
         results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
         rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
-        name = f"zoo_lite-holder-{uuid.uuid4().hex[:8]}"
-        holder = ray.remote(num_cpus=0)(PartitionOwner).options(name=name, namespace=_NAMESPACE).remote()
-        ray.get([holder.hold.remote(i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
-        partitions = [_Partition(i, ref, node or "", n, name) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
-        return RayXShards(partitions, [holder])
+        # the driver owns the results; an owner actor lends them to Spark tasks, as for to_ray()
+        from zoo_lite.context import ray_context_started_on_demand
+
+        named = _owners_on(ray_context_started_on_demand(), [node for node in ray.nodes() if node["Alive"]])
+        name, holder = next(iter(named.values()))
+        tag = uuid.uuid4().hex
+        ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
+        partitions = [_Partition(i, ref, node or "", n, name, tag) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
+        return RayXShards(partitions, [holder], tag)
 
     def to_spark_xshards(self) -> "SparkXShards":
         """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray."""
@@ -295,18 +351,18 @@ class RayXShards:
         sc = OrcaContext.get_spark_context()
         # tasks borrow each reference from its holder actor: a reference pickled into a Spark
         # closure would be serialised out of band, which Ray cannot track
-        located = [(partition.holder, partition.index) for partition in self._partitions]
+        located = [(partition.holder, partition.tag, partition.index) for partition in self._partitions]
         fetch = _fetch_partition(ray_context.address, ray_context.auth_token, ray_context.nodes)
         return SparkXShards(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch))
 
     def release(self) -> None:
-        """End the owner actors, which frees the partition objects (idempotent)."""
+        """Free the partition objects (idempotent); this RayXShards cannot be used afterwards."""
         import ray
 
         owners, self._owners = self._owners, []
+        self._parts, self._released = [], True   # the driver's own references go too
         if owners and ray.is_initialized():
-            for owner in owners:
-                ray.kill(owner)
+            _forget(owners, self._tag)
 
     def __del__(self) -> None:
         try:
@@ -315,6 +371,8 @@ class RayXShards:
             pass
 
     def __repr__(self) -> str:
+        if self._released:
+            return "RayXShards(released)"
         return f"RayXShards(num_partitions={self.num_partitions()}, rows={len(self)})"
 
 
@@ -346,15 +404,15 @@ def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices
     return [func(instance, shards)]
 
 
-def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> Callable[[Iterator[tuple[str, int]]], list[Any]]:
-    def fetch(located: Iterator[tuple[str, int]]) -> list[Any]:
+def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> Callable[[Iterator[tuple[str, str, int]]], list[Any]]:
+    def fetch(located: Iterator[tuple[str, str, int]]) -> list[Any]:
         import ray
 
         _connect_from_task(address, token, nodes)
         shards: list[Any] = []
-        for holder_name, index in located:
+        for holder_name, tag, index in located:
             holder = ray.get_actor(holder_name, namespace=_NAMESPACE)
-            boxed = ray.get(holder.boxed.remote(index), timeout=_GET_TIMEOUT_S)
+            boxed = ray.get(holder.boxed.remote(tag, index), timeout=_GET_TIMEOUT_S)
             shards.extend(ray.get(boxed[0], timeout=_GET_TIMEOUT_S))
         return shards
 
