@@ -138,7 +138,7 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
 
 def ray_environment(plan: NodePlan) -> dict[str, str]:
     """Environment of the Ray processes: token authentication on with the cluster's token."""
-    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
     return {**env, **{str(k): str(v) for k, v in plan.env.items()}}
 
 
