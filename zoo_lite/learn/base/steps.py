@@ -88,27 +88,25 @@ def held_rows_batches(partition_rows: Sequence[int], held: Sequence[tuple[int, i
     """
     plan = apportion_batches(partition_rows, batch_size)
     steps = plan.shape[0]
-    step_keys, partition_keys, slot_keys, positions = [], [], [], []
+    # where each held row sits in this worker's arrays, per partition (-1: held by another worker)
+    local_position: dict[int, np.ndarray] = {}
     offset = 0
     for partition, start, stop in held:
+        positions = local_position.setdefault(partition, np.full(partition_rows[partition], -1, dtype=np.int64))
+        positions[start:stop] = np.arange(offset, offset + stop - start)
+        offset += stop - start
+    # a partition's rows in this epoch's order, cut into its share of each step; keep the held ones
+    per_step: list[list[np.ndarray]] = [[] for _ in range(steps)]
+    for partition in sorted(local_position):
         rows = partition_rows[partition]
         order = epoch_rng(seed, epoch, partition).permutation(rows) if shuffle else np.arange(rows)
-        step_of_row = np.empty(rows, dtype=np.int64)
-        step_of_row[order] = np.repeat(np.arange(steps), plan[:, partition])
-        slot_of_row = np.empty(rows, dtype=np.int64)
-        slot_of_row[order] = np.arange(rows)
-        mine = np.arange(start, stop)
-        step_keys.append(step_of_row[mine])
-        partition_keys.append(np.full(len(mine), partition))
-        slot_keys.append(slot_of_row[mine])
-        positions.append(offset + mine - start)
-        offset += stop - start
-    if not held:
-        return [np.zeros(0, dtype=np.int64) for _ in range(steps)]
-    step_of = np.concatenate(step_keys)
-    ordered = np.lexsort((np.concatenate(slot_keys), np.concatenate(partition_keys), step_of))
-    counts = np.bincount(step_of, minlength=steps)
-    return np.split(np.concatenate(positions)[ordered], np.cumsum(counts)[:-1])
+        in_order = local_position[partition][order]
+        bounds = np.concatenate([[0], np.cumsum(plan[:, partition])])
+        for step in range(steps):
+            chunk = in_order[bounds[step]:bounds[step + 1]]
+            per_step[step].append(chunk[chunk >= 0])
+    empty = np.zeros(0, dtype=np.int64)
+    return [np.concatenate(parts) if parts else empty for parts in per_step]
 
 
 def shared_dataset_batches(total_rows: int, batch_size: int, num_workers: int, rank: int,

@@ -6,6 +6,11 @@ sum is divided by the step's global row count. So N workers take exactly the ste
 would take on the union of their rows, also when a worker's share of a step is small or empty
 (DistributedDataParallel would average over workers instead, which is only exact for equal
 shares).
+
+Between two workers a small buffer is summed by one send and one receive each way: gloo's
+all_reduce takes about 2 ms per call on this kind of machine whatever the size, a direct exchange
+about 0.3 ms (measured in issue 4), and the step time of a small model is a few milliseconds.
+``a + b == b + a`` exactly, so both workers still hold the same sum.
 """
 
 from __future__ import annotations
@@ -25,7 +30,26 @@ from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model, model_dtype
 
-__all__ = ["TorchRunner", "state_to_bytes", "state_from_bytes"]
+__all__ = ["TorchRunner", "state_to_bytes", "state_from_bytes", "sum_over_workers"]
+
+#: largest buffer (elements) summed by a direct exchange between two workers; above, all_reduce's
+#: bandwidth wins (measured crossover 128k to 256k float32 elements)
+_DIRECT_EXCHANGE_MAX_ELEMENTS = 1 << 17
+#: seconds between progress snapshots sent to the driver
+_PUBLISH_INTERVAL_S = 0.2
+
+
+def sum_over_workers(buffer: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+    """``buffer`` summed element-wise over the process group, bit-identical on every worker."""
+    if world_size == 1:
+        return buffer
+    if world_size == 2 and buffer.numel() <= _DIRECT_EXCHANGE_MAX_ELEMENTS:
+        other = torch.empty_like(buffer)
+        for work in (dist.isend(buffer, 1 - rank), dist.irecv(other, 1 - rank)):
+            work.wait()
+        return buffer + other
+    dist.all_reduce(buffer)
+    return buffer
 
 
 def state_to_bytes(state: dict[str, Any]) -> bytes:
@@ -102,6 +126,8 @@ class TorchRunner:
         self.batch_idx = 0
         self.loss: Optional[float] = None
         self.progress: dict[str, Any] = {}
+        self.info = info
+        self._published_at = 0.0
 
     # -- group plumbing ---------------------------------------------------------------------------
 
@@ -120,10 +146,7 @@ class TorchRunner:
         """Element-wise sum over the workers."""
         if not values:
             return []
-        buffer = torch.tensor(values, dtype=torch.float64)
-        if self.world_size > 1:
-            dist.all_reduce(buffer)
-        return buffer.tolist()
+        return sum_over_workers(torch.tensor(values, dtype=torch.float64), self.rank, self.world_size).tolist()
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -198,6 +221,8 @@ class TorchRunner:
     def begin_fit(self, callbacks: Optional[list[Any]]) -> None:
         self.callbacks = CallbackList(callbacks)
         self.progress = {}
+        self.info.publish_progress({})   # the driver's display must not show the previous fit
+        self._published_at = 0.0
         self.callbacks.call("before_run", self)
 
     def end_fit(self) -> None:
@@ -208,16 +233,15 @@ class TorchRunner:
         """Make every parameter's gradient the gradient of the mean loss over the step's global
         rows (see the module docstring)."""
         parameters = [p for p in self.model.parameters() if p.requires_grad]
-        if not parameters:
-            return
+        if not parameters or self.world_size == 1:
+            return   # one worker's gradient is already the step's
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
         summed = getattr(self.loss_fn, "reduction", "mean") == "sum"
         flat = torch.cat([g.reshape(-1) for g in grads] + [torch.zeros(1, dtype=grads[0].dtype)])
         if not summed:
             flat[:-1] *= rows
         flat[-1] = rows
-        if self.world_size > 1:
-            dist.all_reduce(flat)
+        flat = sum_over_workers(flat, self.rank, self.world_size)
         if not summed:
             flat[:-1] /= flat[-1]
         offset = 0
@@ -243,8 +267,7 @@ class TorchRunner:
         """Average floating buffers (e.g. batch-norm statistics) over the workers."""
         buffers = [b for b in self.model.buffers() if b.is_floating_point()]
         if self.world_size > 1 and buffers and self.spec.sync_stats:
-            flat = torch.cat([b.reshape(-1) for b in buffers]) / self.world_size
-            dist.all_reduce(flat)
+            flat = sum_over_workers(torch.cat([b.reshape(-1) for b in buffers]) / self.world_size, self.rank, self.world_size)
             offset = 0
             for buffer in buffers:
                 buffer.copy_(flat[offset:offset + buffer.numel()].view_as(buffer))
@@ -270,6 +293,7 @@ class TorchRunner:
             self.progress = {"step": fit_steps + self.batch_idx + 1, "fit_step": fit_steps + self.batch_idx + 1,
                              "loss": loss_sum / max(rows_sum, 1), "samples_per_s": rows_sum * self.world_size / max(elapsed, 1e-9),
                              "first_step_at": self.progress.get("first_step_at") or time.time()}
+            self._publish_progress()
         if self.scheduler is not None:
             self.scheduler.step()
         self._sync_buffers()
@@ -282,6 +306,13 @@ class TorchRunner:
         self.epoch_stats["epoch_time_s"] = time.monotonic() - started
         self.callbacks.call("after_train_epoch", self)
         return dict(self.epoch_stats)
+
+    def _publish_progress(self) -> None:
+        """Send the progress snapshot to the driver's display, at most a few times a second."""
+        now = time.monotonic()
+        if now - self._published_at >= _PUBLISH_INTERVAL_S:
+            self._published_at = now
+            self.info.publish_progress(dict(self.progress))
 
     def first_step_at(self) -> Optional[float]:
         return self.progress.get("first_step_at")
