@@ -83,6 +83,33 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     est.shutdown()
 
 
+def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers) -> None:
+    """Small steps on uneven partitions, where a worker's share of a step can be empty: still
+    exactly one process's SGD over the global batches (which do not depend on placement)."""
+    from zoo_lite.learn.base.steps import held_rows_batches
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 1)).astype(np.float32)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1, bias=False)
+    start = model.weight.detach().clone()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=4)
+    est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2)
+
+    reference = nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        reference.weight.copy_(start)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for epoch in range(3):
+        for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch):
+            optimizer.zero_grad()
+            nn.MSELoss()(reference(torch.from_numpy(x[rows])), torch.from_numpy(y[rows])).backward()
+            optimizer.step()
+    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), reference.weight.detach().numpy(), atol=1e-5, rtol=0)
+    est.shutdown()
+
+
 def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
     shards = shards_with_sizes(regression_arrays(40), [10, 30])
     weights = []

@@ -29,7 +29,8 @@ class ProgressReporter:
     """Shows one ``fit`` on the driver.
 
     With ``use_tqdm`` a bar counts global steps and shows samples/s and rank 0's running loss,
-    polled from rank 0 while the epoch runs; otherwise each finished epoch is one log line.
+    read from the snapshots rank 0 publishes while the epoch runs; otherwise each finished epoch
+    is one log line.
     """
 
     def __init__(self, use_tqdm: bool, total_steps: int, poll_progress: Callable[[], dict[str, Any]],

@@ -2,8 +2,10 @@
 
 ``num_nodes × workers_per_node`` actors, each pinned to its node and given that node's CPUs
 divided by ``workers_per_node``. Each actor hosts one *runner* (the framework's per-worker
-object, built by a factory the Estimator passes in) and forwards method calls to it. The group
-lives across ``fit`` / ``evaluate`` / ``predict`` until :meth:`WorkerGroup.shutdown`.
+object, built by a factory the Estimator passes in) and forwards method calls to it, one at a
+time on the actor's main thread; rank 0 publishes progress to a small board actor that the
+driver reads while a call runs. The group lives across ``fit`` / ``evaluate`` / ``predict``
+until :meth:`WorkerGroup.shutdown`.
 
 Waiting never hangs: start-up and connection are bounded by ``start_timeout_s``; long calls
 (an epoch) are watched with :func:`ray.wait`, so the first worker that fails or dies ends the

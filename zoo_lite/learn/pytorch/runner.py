@@ -1,16 +1,7 @@
 """The per-worker torch runner: lives in one Ray actor of the worker group.
 
-Gradients are exchanged once per step as one flat buffer over a gloo process group: each worker
-scales its mean-loss gradient by its row count, the buffer is summed over the workers, and the
-sum is divided by the step's global row count. So N workers take exactly the step one process
-would take on the union of their rows, also when a worker's share of a step is small or empty
-(DistributedDataParallel would average over workers instead, which is only exact for equal
-shares).
-
-Between two workers a small buffer is summed by one send and one receive each way: gloo's
-all_reduce takes about 2 ms per call on this kind of machine whatever the size, a direct exchange
-about 0.3 ms (measured in issue 4), and the step time of a small model is a few milliseconds.
-``a + b == b + a`` exactly, so both workers still hold the same sum.
+Every step, the gradients are combined by :mod:`zoo_lite.learn.pytorch.exchange` into the exact
+gradient of the mean loss over the step's global rows, the same on every worker.
 """
 
 from __future__ import annotations
@@ -27,29 +18,14 @@ import torch.distributed as dist
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.worker_group import WorkerInfo
+from zoo_lite.learn.pytorch.exchange import gradient_exchange, sum_over_workers
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model, model_dtype
 
-__all__ = ["TorchRunner", "state_to_bytes", "state_from_bytes", "sum_over_workers"]
+__all__ = ["TorchRunner", "state_to_bytes", "state_from_bytes"]
 
-#: largest buffer (elements) summed by a direct exchange between two workers; above, all_reduce's
-#: bandwidth wins (measured crossover 128k to 256k float32 elements)
-_DIRECT_EXCHANGE_MAX_ELEMENTS = 1 << 17
 #: seconds between progress snapshots sent to the driver
 _PUBLISH_INTERVAL_S = 0.2
-
-
-def sum_over_workers(buffer: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """``buffer`` summed element-wise over the process group, bit-identical on every worker."""
-    if world_size == 1:
-        return buffer
-    if world_size == 2 and buffer.numel() <= _DIRECT_EXCHANGE_MAX_ELEMENTS:
-        other = torch.empty_like(buffer)
-        for work in (dist.isend(buffer, 1 - rank), dist.irecv(other, 1 - rank)):
-            work.wait()
-        return buffer + other
-    dist.all_reduce(buffer)
-    return buffer
 
 
 def state_to_bytes(state: dict[str, Any]) -> bytes:
@@ -118,6 +94,8 @@ class TorchRunner:
         self.loss_fn = spec.build_loss()
         self.scheduler = spec.scheduler_creator(self.optimizer, spec.config) if spec.scheduler_creator and self.optimizer else None
         self.metrics = _Metrics(spec.metrics)
+        summed_loss = getattr(self.loss_fn, "reduction", "mean") == "sum"
+        self.exchange = gradient_exchange(list(self.model.parameters()), self.rank, self.world_size, summed_loss)
         self.epoch = 0
         self.global_step = 0
         self.feeds: dict[str, Any] = {}
@@ -229,37 +207,17 @@ class TorchRunner:
         self.callbacks.call("after_run", self)
         self.callbacks = CallbackList()
 
-    def _exchange_gradients(self, rows: int) -> None:
-        """Make every parameter's gradient the gradient of the mean loss over the step's global
-        rows (see the module docstring)."""
-        parameters = [p for p in self.model.parameters() if p.requires_grad]
-        if not parameters or self.world_size == 1:
-            return   # one worker's gradient is already the step's
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
-        summed = getattr(self.loss_fn, "reduction", "mean") == "sum"
-        flat = torch.cat([g.reshape(-1) for g in grads] + [torch.zeros(1, dtype=grads[0].dtype)])
-        if not summed:
-            flat[:-1] *= rows
-        flat[-1] = rows
-        flat = sum_over_workers(flat, self.rank, self.world_size)
-        if not summed:
-            flat[:-1] /= flat[-1]
-        offset = 0
-        for parameter, grad in zip(parameters, grads):
-            count = grad.numel()
-            parameter.grad = flat[offset:offset + count].view_as(parameter)
-            offset += count
-
     def _train_step(self, batch: Batch) -> float:
         inputs, target, rows = self._cast(batch)
         self.optimizer.zero_grad(set_to_none=True)
         loss_value = 0.0
+        self.exchange.begin(rows)
         if rows:
             output = self.model(*inputs)
             loss = self.loss_fn(output, _match_target(output, target))
             loss.backward()
             loss_value = float(loss.item())
-        self._exchange_gradients(rows)
+        self.exchange.finish()
         self.optimizer.step()
         return loss_value
 
