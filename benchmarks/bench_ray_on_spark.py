@@ -36,6 +36,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from _timing import command_line
+
 _STARTUP = textwrap.dedent("""
     import json, sys, time
     start = time.perf_counter()
@@ -245,7 +247,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 round, 400 MB")
     args = parser.parse_args(argv)
     repeat, total_mb = (1, 400) if args.quick else (args.repeat, args.transfer_mb)
-    command = " ".join([".venv/bin/python", "benchmarks/bench_ray_on_spark.py", *(sys.argv[1:] if argv is None else argv)])
+    command = command_line("bench_ray_on_spark.py", argv)
 
     startup_lines, startup = startup_section(repeat)
     transfer_lines, transfer = transfer_section(total_mb, repeat)

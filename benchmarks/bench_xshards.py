@@ -36,20 +36,20 @@ Spark's JVM and Python workers end with it.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+
+from _timing import Timing, timed
 
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")  # pyspark.pandas warns without it
 
@@ -210,28 +210,6 @@ def warm_page_cache(files: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
-
-@dataclass
-class Timing:
-    """Seconds of the timed runs of one case."""
-
-    seconds: list[float] = field(default_factory=list)
-
-    @property
-    def best(self) -> float:
-        return min(self.seconds)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-
-def timed(func: Callable[[], Any]) -> tuple[float, Any]:
-    gc.collect()
-    start = time.perf_counter()
-    result = func()
-    return time.perf_counter() - start, result
-
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,45 @@
+"""What the benchmark scripts share: timed runs, their best and median, and the report's command line."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+
+@dataclass
+class Timing:
+    """Seconds of the timed runs of one case."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, values: Sequence[float]) -> None:
+        self.seconds.extend(values)
+
+    @property
+    def best(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def cell(self, digits: int = 3) -> str:
+        """``best (median)`` for a results table, ``-`` without runs."""
+        return f"{self.best:.{digits}f} ({self.median:.{digits}f})" if self.seconds else "-"
+
+
+def timed(func: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds ``func()`` took (after a garbage collection, so that none falls inside), and its result."""
+    gc.collect()
+    start = time.perf_counter()
+    result = func()
+    return time.perf_counter() - start, result
+
+
+def command_line(script: str, argv: Optional[Sequence[str]]) -> str:
+    """The command that reproduces this run, for the report."""
+    return " ".join([".venv/bin/python", f"benchmarks/{script}", *(sys.argv[1:] if argv is None else argv)])
