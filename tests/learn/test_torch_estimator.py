@@ -206,6 +206,17 @@ def test_every_data_input_kind_trains_and_evaluates(two_workers) -> None:
     est.shutdown()
 
 
+@pytest.mark.parametrize("sizes", [[30], [0, 30, 0], [29, 1]], ids=["one partition", "empty partitions", "a 1-row partition"])
+def test_fewer_or_empty_partitions_than_workers_still_use_every_row_once(two_workers, sizes) -> None:
+    est = linear_estimator()
+    try:
+        history = est.fit(shards_with_sizes(regression_arrays(30), sizes), epochs=2, batch_size=4)
+        assert [h["num_samples"] for h in history] == [30, 30]
+        assert est.evaluate(shards_with_sizes(regression_arrays(30), sizes), batch_size=4)["num_samples"] == 30
+    finally:
+        est.shutdown()
+
+
 def test_multi_input_models_take_one_input_per_entry(two_workers) -> None:
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(30, 2)).astype(np.float32), rng.normal(size=(30,)).astype(np.float32)
