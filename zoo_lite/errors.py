@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import numbers
 import pickle
 import re
 import traceback
@@ -32,6 +33,7 @@ __all__ = [
     "decode_remote_error",
     "raising_transportably",
     "streaming_transportably",
+    "check_positive_int",
 ]
 
 
@@ -132,6 +134,20 @@ class WorkerError(ZooLiteError):
 
 class WorkerTimeoutError(ZooLiteError):
     """Training workers did not answer within a configured bound (start-up, connect, shutdown)."""
+
+
+def check_positive_int(value: Any, argument: str) -> int:
+    """``value`` as an int if it is a positive integer (numpy integers included, booleans not);
+    else an error naming ``argument``.
+
+    Examples
+    --------
+    >>> check_positive_int(3, "epochs")
+    3
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
+    return int(value)
 
 
 _MARKER_RE = re.compile(r"<<zoo_lite-error:([A-Za-z0-9+/=]+)>>")

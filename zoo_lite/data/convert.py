@@ -290,11 +290,9 @@ def arrow_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
 
 
 def _check_table_columns(table: "pa.Table", columns: Sequence[Hashable], argument: str) -> None:
-    from zoo_lite.errors import ColumnNotFoundError
+    from zoo_lite.data.partition_ops import require_columns
 
-    missing = [column for column in columns if str(column) not in table.column_names]
-    if missing:
-        raise ColumnNotFoundError(f"{argument}={list(columns)!r}: column(s) {missing} not found; the data has columns {table.column_names}")
+    require_columns(table.column_names, [str(column) for column in columns], argument, "the data has")
 
 
 def pandas_to_model_arrays(df: pd.DataFrame, feature_cols: Sequence[Hashable],

@@ -30,6 +30,7 @@ __all__ = [
     "hash_pieces",
     "key_hash",
     "check_columns",
+    "require_columns",
     "require_pandas",
     "unique_values",
     "combine_unique",
@@ -196,10 +197,17 @@ def require_pandas(shard: Shard, operation: str) -> pd.DataFrame:
 
 def check_columns(df: pd.DataFrame, columns: Sequence[Hashable], argument: str) -> None:
     """Raise ColumnNotFoundError naming ``argument`` if a column is missing from ``df``."""
-    missing = [column for column in columns if column not in df.columns]
+    require_columns(list(df.columns), columns, argument, "the shards have")
+
+
+def require_columns(available: Sequence[Hashable], columns: Sequence[Hashable], argument: str, holder_has: str) -> None:
+    """Raise ColumnNotFoundError naming ``argument`` if one of ``columns`` is not ``available``;
+    ``holder_has`` starts the list of columns there is (``"the DataFrame has"``)."""
+    present = set(available)
+    missing = [column for column in columns if column not in present]
     if missing:
         raise ColumnNotFoundError(
-            f"{argument}={list(columns)!r}: column(s) {missing} not found; the shards have columns {list(df.columns)}"
+            f"{argument}={list(columns)!r}: column(s) {missing} not found; {holder_has} columns {list(available)}"
         )
 
 

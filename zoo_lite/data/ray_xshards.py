@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from zoo_lite.data.shard import SparkXShards
     from zoo_lite.ray_on_spark import RayContext
 
-__all__ = ["RayXShards", "PartitionLostError", "ObjectStoreFullError"]
+__all__ = ["RayXShards", "PartitionLostError", "ObjectStoreFullError", "shards_of_ranges"]
 
 _NAMESPACE = "zoo_lite"
 _GET_TIMEOUT_S = 600.0
@@ -147,14 +147,18 @@ _node_owners: dict[str, dict[str, tuple[str, Any]]] = {}
 
 
 def _owners_alive(owners: dict[str, tuple[str, Any]]) -> set[str]:
-    """Node ids whose cached owner still answers."""
+    """Node ids whose cached owner still answers (all asked at once, bounded together)."""
     import ray
 
+    pings = {owner.registered.remote(""): node_id for node_id, (_, owner) in owners.items()}
+    if not pings:
+        return set()
+    answered, _ = ray.wait(list(pings), num_returns=len(pings), timeout=_PING_TIMEOUT_S)
     alive = set()
-    for node_id, (_, owner) in owners.items():
+    for ping in answered:
         try:
-            ray.get(owner.registered.remote(""), timeout=_PING_TIMEOUT_S)
-            alive.add(node_id)
+            ray.get(ping)
+            alive.add(pings[ping])
         except Exception:  # noqa: BLE001 - a dead or unreachable owner is simply replaced
             pass
     return alive
@@ -189,9 +193,10 @@ def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
 
     from zoo_lite.context import ray_context_started_on_demand
     from zoo_lite.data.shard import _run
+    from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
     ray_context = ray_context_started_on_demand()
-    alive_nodes = [node for node in ray.nodes() if node["Alive"]]
+    alive_nodes = alive_ray_nodes()
     named_owners = _owners_on(ray_context, alive_nodes)
     store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in alive_nodes}
     owner_names = {node_id: name for node_id, (name, _) in named_owners.items()}
@@ -200,9 +205,8 @@ def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
     try:
         placed = _run(shards._sc, shards.rdd.mapPartitionsWithIndex(
             _put_partitions(ray_context.address, ray_context.auth_token, ray_context.nodes, owner_names, store_bytes, tag)).collect)
-        refs: dict[int, Any] = {}
-        for owner in owners:
-            refs.update({index: boxed[0] for index, boxed in ray.get(owner.registered.remote(tag), timeout=_GET_TIMEOUT_S).items()})
+        registered = ray.get([owner.registered.remote(tag) for owner in owners], timeout=_GET_TIMEOUT_S)
+        refs = {index: boxed[0] for by_index in registered for index, boxed in by_index.items()}
     except BaseException:
         _forget(owners, tag)
         raise
@@ -306,15 +310,20 @@ class RayXShards:
 
         Each actor gets the same number of rows (within one), whole partitions on its own node
         first; partitions are cut when needed, including when there are fewer partitions than
-        actors. Empty partitions are skipped.
+        actors. Empty partitions are skipped. :meth:`assign_partition_ranges` also names the
+        partition of each range.
         """
+        return [[(ref, start, stop) for ref, _, start, stop in slices] for slices in self.assign_partition_ranges(actors)]
+
+    def assign_partition_ranges(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int, int]]]:
+        """As :meth:`assign_partitions_to_actors`, with ``(object_ref, partition, start, stop)`` ranges."""
         if not actors:
             raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
         return self._assign(actor_nodes(actors))
 
-    def _assign(self, nodes: Sequence[Optional[str]]) -> list[list[tuple[Any, int, int]]]:
+    def _assign(self, nodes: Sequence[Optional[str]]) -> list[list[tuple[Any, int, int, int]]]:
         ranges = partition_ops.assign_row_ranges(self.partition_rows(), self.partition_nodes(), nodes)
-        return [[(self._partitions[index].ref, start, stop) for index, start, stop in worker] for worker in ranges]
+        return [[(self._partitions[index].ref, index, start, stop) for index, start, stop in worker] for worker in ranges]
 
     def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
         """Run ``func(actor_instance, shards)`` inside each actor on the rows assigned to it (see
@@ -334,8 +343,9 @@ class RayXShards:
         rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
         # the driver owns the results; an owner actor lends them to Spark tasks, as for to_ray()
         from zoo_lite.context import ray_context_started_on_demand
+        from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
-        named = _owners_on(ray_context_started_on_demand(), [node for node in ray.nodes() if node["Alive"]])
+        named = _owners_on(ray_context_started_on_demand(), alive_ray_nodes())
         name, holder = next(iter(named.values()))
         tag = uuid.uuid4().hex
         ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
@@ -395,13 +405,20 @@ def _rows_of(_: Any, boxed: list[Any]) -> int:
     return partition_ops.partition_weight(ray.get(boxed[0]))
 
 
-def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices: list[tuple[Any, int, int]]) -> Any:
+def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices: list[tuple[Any, int, int, int]]) -> Any:
+    return [func(instance, shards_of_ranges(slices))]
+
+
+def shards_of_ranges(slices: Sequence[tuple[Any, int, int, int]]) -> list[Any]:
+    """The shards an actor was assigned (:meth:`RayXShards.assign_partition_ranges`), in order,
+    fetched from the object store together."""
     import ray
 
+    partitions = ray.get([ref for ref, _, _, _ in slices], timeout=_GET_TIMEOUT_S)
     shards: list[Any] = []
-    for ref, start, stop in slices:
-        shards.extend(partition_ops.slice_partition(ray.get(ref), start, stop))
-    return [func(instance, shards)]
+    for partition, (_, _, start, stop) in zip(partitions, slices):
+        shards.extend(partition_ops.slice_partition(partition, start, stop))
+    return shards
 
 
 def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> Callable[[Iterator[tuple[str, str, int]]], list[Any]]:

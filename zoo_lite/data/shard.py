@@ -23,6 +23,7 @@ from zoo_lite.errors import (
     InvalidArgumentError,
     ShardFunctionError,
     ShardMismatchError,
+    check_positive_int,
     decode_remote_error,
     raising_transportably,
 )
@@ -123,12 +124,6 @@ def _identity_partition(target: int) -> int:
     return target
 
 
-def _check_positive(value: Any, argument: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
-    return int(value)
-
-
 def _as_list(columns: Union[Hashable, Sequence[Hashable]]) -> list[Hashable]:
     return list(columns) if isinstance(columns, (list, tuple)) else [columns]
 
@@ -185,7 +180,7 @@ class XShards(ABC):
         >>> stop_orca_context()
         """
         sc = _active_spark_context()
-        count = sc.defaultParallelism if num_shards is None else _check_positive(num_shards, "num_shards")
+        count = sc.defaultParallelism if num_shards is None else check_positive_int(num_shards, "num_shards")
         pieces = partition_ops.split_into_shards(data, count)
         return SparkXShards(sc.parallelize(pieces, count))
 
@@ -210,7 +205,7 @@ class XShards(ABC):
         sc = _active_spark_context()
         expand_paths(path, argument="path")
         if minPartitions is not None:
-            _check_positive(minPartitions, "minPartitions")
+            check_positive_int(minPartitions, "minPartitions")
         return SparkXShards(sc.pickleFile(path, minPartitions))
 
     @abstractmethod
@@ -376,7 +371,7 @@ class SparkXShards(XShards):
         (5, 10)
         >>> stop_orca_context()
         """
-        count = _check_positive(num_partitions, "num_partitions")
+        count = check_positive_int(num_partitions, "num_partitions")
         pieces = functools.partial(_even_pieces, num_partitions=count)
         return SparkXShards(_shuffle(self.rdd, pieces, count))
 
@@ -399,7 +394,7 @@ class SparkXShards(XShards):
         columns = _as_list(cols)
         if not columns:
             raise InvalidArgumentError(f"cols={cols!r}: name at least one key column to partition by")
-        count = self.num_partitions() if num_partitions is None else _check_positive(num_partitions, "num_partitions")
+        count = self.num_partitions() if num_partitions is None else check_positive_int(num_partitions, "num_partitions")
         pieces = functools.partial(_hash_pieces, columns=columns, num_partitions=count)
         return SparkXShards(_shuffle(self.rdd, pieces, count))
 
@@ -511,7 +506,7 @@ class SparkXShards(XShards):
 
     def take(self, n: int) -> list[Any]:
         """The first ``n`` shards (scanning as few partitions as it can)."""
-        return _run(self._sc, functools.partial(self.rdd.take, _check_positive(n, "n")))
+        return _run(self._sc, functools.partial(self.rdd.take, check_positive_int(n, "n")))
 
     def first(self) -> Any:
         """The first shard."""
@@ -567,7 +562,7 @@ class SparkXShards(XShards):
 
     def head(self, n: int = 5) -> pd.DataFrame:
         """The first ``n`` rows across pandas shards, in order, as one pandas frame."""
-        count = _check_positive(n, "n")
+        count = check_positive_int(n, "n")
         heads = self.rdd.mapPartitionsWithIndex(_per_shard(functools.partial(_head, n=count)))
 
         def first_frames() -> list[pd.DataFrame]:
@@ -592,7 +587,7 @@ class SparkXShards(XShards):
 
         if path_exists(path):
             raise InvalidArgumentError(f"path={path!r} already exists; remove it or choose a new path")
-        _run(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, _check_positive(batchSize, "batchSize")))
+        _run(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, check_positive_int(batchSize, "batchSize")))
         return self
 
     def __repr__(self) -> str:

@@ -33,7 +33,7 @@ from zoo_lite.spark_settings import RaySettings, memory_to_mb
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RayContext", "start_ray_on_spark"]
+__all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes"]
 
 _LOCAL_HOST = "127.0.0.1"
 _STOP_TIMEOUT_S = 30.0
@@ -93,6 +93,13 @@ class RayContext:
                     "watchdogs end them on their own since the driver's lease is closed",
                     stacklevel=2,
                 )
+
+
+def alive_ray_nodes() -> list[dict[str, Any]]:
+    """``ray.nodes()`` entries of the nodes that are alive (this process must be connected)."""
+    import ray
+
+    return [node for node in ray.nodes() if node["Alive"]]
 
 
 def node_serving(nodes: list[dict[str, Any]], hostname: str, executor_pid: int) -> Optional[dict[str, Any]]:

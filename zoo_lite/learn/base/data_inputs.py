@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Hashable, Optional, Sequence, Union
 
-from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, raising_transportably
+from zoo_lite.errors import InvalidArgumentError, raising_transportably
 
 if TYPE_CHECKING:
     import pyspark.sql
@@ -73,10 +73,10 @@ def _spark_columns(df: "pyspark.sql.DataFrame", cols: list[Hashable], argument: 
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import functions
 
+    from zoo_lite.data.partition_ops import require_columns
+
     fields = {field.name: field for field in df.schema.fields}
-    missing = [c for c in cols if c not in fields]
-    if missing:
-        raise ColumnNotFoundError(f"{argument}={cols!r}: column(s) {missing} not found; the DataFrame has columns {list(fields)}")
+    require_columns(list(fields), cols, argument, "the DataFrame has")
     expressions = []
     for name in cols:
         data_type = fields[name].dataType

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError
+from zoo_lite.errors import WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.user_code import user_code_by_value
 
 __all__ = ["WorkerGroup", "WorkerInfo"]
@@ -90,9 +90,9 @@ class _WorkerActor:
 
 def _cpu_nodes() -> list[tuple[str, float]]:
     """(node id, CPUs) of every alive Ray node with CPUs, in a stable order."""
-    import ray
+    from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
-    nodes = [node for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU", 0) > 0]
+    nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0]
     nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
     return [(node["NodeID"], float(node["Resources"]["CPU"])) for node in nodes]
 
@@ -126,8 +126,7 @@ class WorkerGroup:
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
                  start_timeout_s: float = 180.0) -> None:
-        if not isinstance(workers_per_node, int) or workers_per_node < 1:
-            raise InvalidArgumentError(f"workers_per_node={workers_per_node!r} must be a positive int")
+        workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
         from zoo_lite.context import ray_context_started_on_demand
 
         import ray

@@ -7,12 +7,12 @@ same number of steps. The loader's ``shuffle`` and ``collate_fn`` are kept.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable
 
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.pytorch.specs import positional_parameters
 
 __all__ = ["is_loader_input", "global_batch_size", "resolve_dataset", "check_loader"]
 
@@ -26,11 +26,8 @@ def is_loader_input(data: Any) -> bool:
 
 def _creator_takes_batch_size(creator: Callable[..., Any]) -> bool:
     """Orca's later form ``creator(config, batch_size)``; the guide's form is ``creator(config)``."""
-    try:
-        parameters = [p for p in inspect.signature(creator).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return True
-    return len(parameters) >= 2
+    inspected = positional_parameters(creator)
+    return inspected is None or len(inspected[0]) >= 2
 
 
 def global_batch_size(data: Any, config: dict[str, Any], batch_size: int) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.errors import InvalidArgumentError, check_positive_int
 from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.data_inputs import is_rows_input, is_spark_df, normalize_cols, rows_in_ray
@@ -44,11 +44,6 @@ class _LoadedFeed:
     columns: tuple[Any, ...]
     total_rows: int
     batch_size: int
-
-
-def _check_positive_int(value: Any, argument: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidArgumentError(f"{argument}={value!r} must be a positive int")
 
 
 class TorchEstimator:
@@ -127,23 +122,24 @@ class TorchEstimator:
         group = self._workers()
         columns = (tuple(normalize_cols(feature_cols, "feature_cols") or ()), tuple(normalize_cols(label_cols, "label_cols") or ()))
         loaded = self._feeds.get(key)
-        if loaded is not None and loaded.source() is data and loaded.columns == columns and is_rows_input(data):
+        rows_input = is_rows_input(data)
+        if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
             return loaded.total_rows, batch_size
         self._feeds.pop(key, None)
-        if not is_rows_input(data) and not torch_data.is_loader_input(data):
+        if not rows_input and not torch_data.is_loader_input(data):
             raise InvalidArgumentError(
                 f"data is a {type(data).__name__}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
                 "a torch DataLoader, or a creator (config, batch_size) -> DataLoader"
             )
-        if not is_rows_input(data):
+        if not rows_input:
             batch_size = torch_data.global_batch_size(data, self.spec.config, batch_size)
         if batch_size < group.num_workers:
             raise InvalidArgumentError(
                 f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
                 f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers_per_node"
             )
-        if is_rows_input(data):
-            total_rows = self._load_rows(key, data, feature_cols, label_cols, need_labels)
+        if rows_input:
+            total_rows = self._load_rows(group, key, data, feature_cols, label_cols, need_labels)
         else:
             total_rows = self._guarded(lambda g: g.call("load_dataset", key, data, batch_size, None))[0]
         if total_rows == 0:
@@ -154,14 +150,12 @@ class TorchEstimator:
             pass  # an input that cannot be weakly referenced is simply loaded again next time
         return total_rows, batch_size
 
-    def _load_rows(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, need_labels: bool) -> int:
-        group = self._workers()
+    def _load_rows(self, group: WorkerGroup, key: str, data: Any, feature_cols: Cols, label_cols: Cols,
+                   need_labels: bool) -> int:
         in_ray = rows_in_ray(data, feature_cols, label_cols, need_labels=need_labels)
         try:
-            partition_of = {ref: index for index, ref in enumerate(in_ray.object_refs())}
             partition_rows = in_ray.partition_rows()
-            held = [[(ref, partition_of[ref], start, stop) for ref, start, stop in slices]
-                    for slices in in_ray.assign_partitions_to_actors(group.actors)]
+            held = in_ray.assign_partition_ranges(group.actors)
             self._guarded(lambda g: g.call_each("load_rows", [(key, mine, partition_rows) for mine in held]))
         finally:
             in_ray.release()   # the workers hold their own copies now
@@ -198,8 +192,8 @@ class TorchEstimator:
             Per epoch: ``epoch``, ``num_samples``, ``train_loss``, ``val_loss`` and ``val_<metric>``
             with validation data, and ``epoch_time_s``.
         """
-        _check_positive_int(epochs, "epochs")
-        _check_positive_int(batch_size, "batch_size")
+        check_positive_int(epochs, "epochs")
+        check_positive_int(batch_size, "batch_size")
         if max_steps is not None or not reduce_results:
             raise InvalidArgumentError("fit: max_steps and reduce_results=False are not supported; stop by epochs instead")
         callback_list = list(callbacks or []) + ([ModelCheckpoint(self.model_dir)] if self.model_dir else [])
@@ -232,7 +226,7 @@ class TorchEstimator:
         dict
             ``num_samples``, ``val_loss`` (when the Estimator has a loss) and each metric by name.
         """
-        _check_positive_int(batch_size, "batch_size")
+        check_positive_int(batch_size, "batch_size")
         if num_steps is not None or not reduce_results:
             raise InvalidArgumentError("evaluate: num_steps and reduce_results=False are not supported")
         _, batch_size = self._load(_EVALUATION, data, feature_cols, label_cols, batch_size)
@@ -248,7 +242,7 @@ class TorchEstimator:
         """
         from zoo_lite.data.shard import SparkXShards
 
-        _check_positive_int(batch_size, "batch_size")
+        check_positive_int(batch_size, "batch_size")
         features = normalize_cols(feature_cols, "feature_cols")
         if is_spark_df(data):
             if features is None:
@@ -354,11 +348,11 @@ class Estimator:
         """
         if backend not in ("ray", "spark"):
             raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
-        _check_positive_int(workers_per_node, "workers_per_node")
+        workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
         spec = TorchSpec.from_user(model, optimizer, loss, metrics, scheduler_creator, config, int(seed), sync_stats)
-        return TorchEstimator(spec, int(workers_per_node), use_tqdm, model_dir, log_level, start_timeout_s)
+        return TorchEstimator(spec, workers_per_node, use_tqdm, model_dir, log_level, start_timeout_s)
 
     @staticmethod
     def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:

@@ -156,13 +156,10 @@ class TorchRunner:
     def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int]) -> int:
         """Take this worker's rows out of Ray's object store: ``(object ref, partition, start, stop)``
         ranges, where ``partition_rows`` are the row counts of every partition of the data."""
-        import ray
+        from zoo_lite.data import convert
+        from zoo_lite.data.ray_xshards import shards_of_ranges
 
-        from zoo_lite.data import convert, partition_ops
-
-        shards: list[Any] = []
-        for ref, _, start, stop in held:
-            shards.extend(partition_ops.slice_partition(ray.get(ref), start, stop))
+        shards = shards_of_ranges(held)
         # a worker without rows never builds a batch; an empty placeholder keeps the code uniform
         arrays = convert.concat_model_arrays(shards) if shards else {"x": (np.zeros((0,), dtype=np.float32),)}
         ranges = [(partition, start, stop) for _, partition, start, stop in held]
@@ -183,9 +180,6 @@ class TorchRunner:
                 "it must build the same dataset on every worker (zoo_lite shards it)"
             )
         return len(dataset)
-
-    def drop_feed(self, key: str) -> None:
-        self.feeds.pop(key, None)
 
     def _cast(self, batch: Batch) -> Batch:
         inputs, target, rows = batch

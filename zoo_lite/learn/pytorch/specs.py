@@ -12,20 +12,28 @@ from torch import nn
 
 from zoo_lite.errors import InvalidArgumentError
 
-__all__ = ["TorchSpec", "build_model", "model_dtype"]
+__all__ = ["TorchSpec", "build_model", "model_dtype", "positional_parameters"]
 
 ModelArg = Union[nn.Module, Callable[[dict], nn.Module]]
 
 
-def _positional_arity(func: Callable[..., Any]) -> Optional[int]:
-    """How many positional arguments ``func`` takes (None: any number, or not inspectable)."""
+def positional_parameters(func: Callable[..., Any]) -> Optional[tuple[list[inspect.Parameter], bool]]:
+    """``func``'s named positional parameters and whether it also takes ``*args``; None when its
+    signature cannot be inspected."""
     try:
-        parameters = inspect.signature(func).parameters.values()
+        parameters = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
         return None
-    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+    named = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return named, any(p.kind == p.VAR_POSITIONAL for p in parameters)
+
+
+def _positional_arity(func: Callable[..., Any]) -> Optional[int]:
+    """How many positional arguments ``func`` requires (None: any number, or not inspectable)."""
+    inspected = positional_parameters(func)
+    if inspected is None or inspected[1]:
         return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in parameters)
+    return sum(p.default is p.empty for p in inspected[0])
 
 
 def build_model(model: ModelArg, config: dict[str, Any]) -> nn.Module:
