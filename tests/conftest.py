@@ -33,6 +33,19 @@ def local_cluster() -> Iterator:
     stop_orca_context()
 
 
+@pytest.fixture(scope="module")
+def ray_local_cluster() -> Iterator:
+    """Two executors (``local-cluster[2,1,1024]``), each with its Ray node; yields the RayContext
+    and checks at the end that stopping leaves no Ray process."""
+    from tests.ray_on_spark.helpers import stop_and_check_clean
+
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    ray_context = OrcaContext.get_ray_context()
+    yield ray_context
+    stop_and_check_clean(ray_context)
+
+
 def java_descendants() -> list[psutil.Process]:
     """JVMs started below this test process (the py4j gateway JVM and anything Spark started)."""
     found = []

@@ -13,8 +13,7 @@ import torch
 from torch import nn
 
 from tests.learn import models
-from tests.ray_on_spark.helpers import stop_and_check_clean
-from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite import OrcaContext
 from zoo_lite.data import SparkXShards, XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
 from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard
@@ -23,13 +22,9 @@ pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def two_workers():
+def two_workers(ray_local_cluster):
     """Two executors, each with its Ray node: the Estimators get two workers."""
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
-    ray_context = OrcaContext.get_ray_context()
-    yield OrcaContext.get_spark_session()
-    stop_and_check_clean(ray_context)
+    return OrcaContext.get_spark_session()
 
 
 def shards_with_sizes(arrays: dict, sizes: list[int]) -> SparkXShards:
@@ -59,26 +54,37 @@ def linear_estimator(**options) -> "Estimator":
 
 # -- exact semantics ------------------------------------------------------------------------------
 
-def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
-    rng = np.random.default_rng(7)
+def bias_free_linear_data(seed: int) -> tuple[np.ndarray, np.ndarray, nn.Linear]:
+    """8 rows of (x, y) and a seeded linear model without bias, for the exact-update checks."""
+    rng = np.random.default_rng(seed)
     x = rng.normal(size=(8, 3)).astype(np.float32)
     y = rng.normal(size=(8, 1)).astype(np.float32)
     torch.manual_seed(0)
-    model = nn.Linear(3, 1, bias=False)
+    return x, y, nn.Linear(3, 1, bias=False)
+
+
+def one_process_sgd(start: torch.Tensor, x: np.ndarray, y: np.ndarray, lr: float, batches: list[np.ndarray]) -> np.ndarray:
+    """The weights after plain single-process SGD from ``start`` over ``batches`` of row indices."""
+    reference = nn.Linear(3, 1, bias=False)
+    with torch.no_grad():
+        reference.weight.copy_(start)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=lr)
+    for rows in batches:
+        optimizer.zero_grad()
+        nn.MSELoss()(reference(torch.from_numpy(x[rows])), torch.from_numpy(y[rows])).backward()
+        optimizer.step()
+    return reference.weight.detach().numpy()
+
+
+def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
+    x, y, model = bias_free_linear_data(7)
     start = model.weight.detach().clone()
     est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1)
     assert est.num_workers == 2
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8)
 
-    reference = nn.Linear(3, 1, bias=False)
-    with torch.no_grad():
-        reference.weight.copy_(start)
-    optimizer = torch.optim.SGD(reference.parameters(), lr=0.05)
-    for _ in range(4):
-        optimizer.zero_grad()
-        nn.MSELoss()(reference(torch.from_numpy(x)), torch.from_numpy(y)).backward()
-        optimizer.step()
-    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), reference.weight.detach().numpy(), atol=1e-5, rtol=0)
+    expected = one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 4)
+    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
     assert [h["epoch"] for h in history] == [1, 2, 3, 4] and all(h["num_samples"] == 8 for h in history)
     est.shutdown()
 
@@ -88,25 +94,14 @@ def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_glob
     exactly one process's SGD over the global batches (which do not depend on placement)."""
     from zoo_lite.learn.base.steps import held_rows_batches
 
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=(8, 3)).astype(np.float32)
-    y = rng.normal(size=(8, 1)).astype(np.float32)
-    torch.manual_seed(0)
-    model = nn.Linear(3, 1, bias=False)
+    x, y, model = bias_free_linear_data(3)
     start = model.weight.detach().clone()
     est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=4)
     est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2)
 
-    reference = nn.Linear(3, 1, bias=False)
-    with torch.no_grad():
-        reference.weight.copy_(start)
-    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for epoch in range(3):
-        for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch):
-            optimizer.zero_grad()
-            nn.MSELoss()(reference(torch.from_numpy(x[rows])), torch.from_numpy(y[rows])).backward()
-            optimizer.step()
-    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), reference.weight.detach().numpy(), atol=1e-5, rtol=0)
+    batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
+    expected = one_process_sgd(start, x, y, 0.1, batches)
+    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
     est.shutdown()
 
 

@@ -11,23 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.ray_on_spark.helpers import assert_nodes_match_executors, describe, stop_and_check_clean, wait_until_gone
-from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from tests.ray_on_spark.helpers import assert_nodes_match_executors, describe, wait_until_gone
+from zoo_lite import OrcaContext
 from zoo_lite.data import SparkXShards, XShards
 from zoo_lite.data.ray_xshards import PartitionLostError, RayXShards
 from zoo_lite.errors import ZooLiteError
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def ray_local_cluster():
-    """Two executors, each with its Ray node."""
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
-    ray_context = OrcaContext.get_ray_context()
-    yield ray_context
-    stop_and_check_clean(ray_context)
 
 
 def test_local_cluster_has_one_node_per_executor(ray_local_cluster) -> None:
