@@ -3,6 +3,7 @@ need separate executor processes. No Spark, Ray or ML framework is ever mocked."
 
 from __future__ import annotations
 
+import glob
 from typing import Iterator
 
 import psutil
@@ -90,3 +91,5 @@ def no_process_left_at_end() -> Iterator[None]:
     assert not alive, f"processes left after stop_orca_context(): {[(p.pid, p.cmdline()[-1:]) for p in alive]}"
     _, watchdogs = psutil.wait_procs(ray_watchdogs_since(session_started), timeout=30)
     assert not watchdogs, f"Ray node watchdogs left after the session: {[p.pid for p in watchdogs]}"
+    shared_files = glob.glob("/dev/shm/zoo_lite-*")
+    assert not shared_files, f"gradient exchange files left in /dev/shm: {shared_files}"

@@ -76,12 +76,19 @@ def one_process_sgd(start: torch.Tensor, x: np.ndarray, y: np.ndarray, lr: float
     return reference.weight.detach().numpy()
 
 
-def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
+#: both ways of summing gradients between the two workers (on one host, shared memory is the default)
+EXCHANGES = pytest.mark.parametrize("exchange", ["shared_memory", "gloo"])
+
+
+@EXCHANGES
+def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers, exchange) -> None:
     x, y, model = bias_free_linear_data(7)
     start = model.weight.detach().clone()
-    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1)
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1,
+                               config={"shared_memory_exchange": exchange == "shared_memory"})
     assert est.num_workers == 2
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8)
+    assert est._group.call("exchange_kind") == [exchange, exchange]
 
     expected = one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 4)
     np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
@@ -89,15 +96,18 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     est.shutdown()
 
 
-def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers) -> None:
+@EXCHANGES
+def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers, exchange) -> None:
     """Small steps on uneven partitions, where a worker's share of a step can be empty: still
     exactly one process's SGD over the global batches (which do not depend on placement)."""
     from zoo_lite.learn.base.steps import held_rows_batches
 
     x, y, model = bias_free_linear_data(3)
     start = model.weight.detach().clone()
-    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=4)
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=4,
+                               config={"shared_memory_exchange": exchange == "shared_memory"})
     est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2)
+    assert est._group.call("exchange_kind") == [exchange, exchange]
 
     batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
     expected = one_process_sgd(start, x, y, 0.1, batches)

@@ -318,7 +318,9 @@ class Estimator:
         backend : {"ray", "spark"}
             Both run on zoo_lite's Ray-on-Spark worker group.
         config : dict, optional
-            Passed to the creators; ``collective_timeout_s`` bounds a gradient exchange (1800).
+            Passed to the creators. zoo_lite reads two keys: ``collective_timeout_s`` bounds a
+            gradient exchange (1800), and ``shared_memory_exchange=False`` makes workers on one
+            host exchange gradients over gloo instead of shared memory.
         workers_per_node : int, default 1
         scheduler_creator : callable, optional
             ``(optimizer, config) -> scheduler``, stepped after every epoch.

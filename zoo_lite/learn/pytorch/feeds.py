@@ -9,7 +9,7 @@ still takes part in the step's gradient exchange). The step arithmetic is
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import torch
@@ -67,11 +67,14 @@ class ArrayFeed:
         if not len(positions):
             return (), None, 0
         if positions[-1] - positions[0] == len(positions) - 1 and (np.diff(positions) == 1).all():
-            part = slice(int(positions[0]), int(positions[-1]) + 1)   # a contiguous run: views, no copy
+            start, stop = int(positions[0]), int(positions[-1]) + 1   # a contiguous run: views, no copy
+            rows: Callable[[torch.Tensor], torch.Tensor] = lambda tensor: tensor[start:stop]
         else:
-            part = torch.from_numpy(positions)
-        target = self.target[part] if self.target is not None else None
-        return tuple(x[part] for x in self.inputs), target, len(positions)
+            # index_select gathers rows about 4x faster than advanced indexing (x[index]) on CPU
+            index = torch.from_numpy(positions)
+            rows = lambda tensor: tensor.index_select(0, index)   # noqa: E731
+        target = rows(self.target) if self.target is not None else None
+        return tuple(rows(x) for x in self.inputs), target, len(positions)
 
     def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
         for positions in steps.held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch):

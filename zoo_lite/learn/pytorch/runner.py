@@ -18,7 +18,7 @@ import torch.distributed as dist
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.worker_group import WorkerInfo
-from zoo_lite.learn.pytorch.exchange import gradient_exchange, sum_over_workers
+from zoo_lite.learn.pytorch.exchange import FlatExchange, NoExchange, gradient_exchange, sum_over_workers
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model, model_dtype
 
@@ -94,8 +94,7 @@ class TorchRunner:
         self.loss_fn = spec.build_loss()
         self.scheduler = spec.scheduler_creator(self.optimizer, spec.config) if spec.scheduler_creator and self.optimizer else None
         self.metrics = _Metrics(spec.metrics)
-        summed_loss = getattr(self.loss_fn, "reduction", "mean") == "sum"
-        self.exchange = gradient_exchange(list(self.model.parameters()), self.rank, self.world_size, summed_loss)
+        self.exchange: NoExchange | FlatExchange = NoExchange()   # the real one once connected
         self.epoch = 0
         self.global_step = 0
         self.feeds: dict[str, Any] = {}
@@ -115,8 +114,18 @@ class TorchRunner:
         timeout_s = float(self.config.get("collective_timeout_s", 1800))
         dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=self.rank,
                                 world_size=self.world_size, timeout=timedelta(seconds=timeout_s))
+        summed_loss = getattr(self.loss_fn, "reduction", "mean") == "sum"
+        self.exchange = gradient_exchange(list(self.model.parameters()), self.rank, self.world_size, summed_loss,
+                                          timeout_s, bool(self.config.get("shared_memory_exchange", True)))
+
+    def exchange_kind(self) -> str:
+        """How gradients are summed: "none" (one worker), "shared_memory" or "gloo"."""
+        if isinstance(self.exchange, NoExchange):
+            return "none"
+        return "shared_memory" if self.exchange.host_sum is not None else "gloo"
 
     def close(self) -> None:
+        self.exchange.close()
         if dist.is_initialized():
             dist.destroy_process_group()
 
