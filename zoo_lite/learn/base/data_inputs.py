@@ -96,9 +96,18 @@ def _spark_df_to_model_arrays(df: "pyspark.sql.DataFrame", feature_cols: list[Ha
     from zoo_lite.data import convert
     from zoo_lite.data.shard import SparkXShards
 
+    from pyspark.ml.linalg import VectorUDT
+
     names = list(dict.fromkeys([*feature_cols, *(label_cols or [])]))
-    selected = df.select(*_spark_columns(df, [c for c in names if c in feature_cols], "feature_cols"),
-                         *_spark_columns(df, [c for c in names if c not in feature_cols], "label_cols"))
+    expressions = [*_spark_columns(df, [c for c in names if c in feature_cols], "feature_cols"),
+                   *_spark_columns(df, [c for c in names if c not in feature_cols], "label_cols")]
+    fields = df.schema.fields
+    if sorted(map(str, names)) == sorted(field.name for field in fields) and not any(isinstance(field.dataType, VectorUDT) for field in fields):
+        # every column is wanted as it is: the frame itself saves analysing a projection (about
+        # 0.04 s on the driver, measured in issue 4); the arrays are read by column name
+        selected = df
+    else:
+        selected = df.select(*expressions)
 
     @raising_transportably
     def to_arrays(table: Any) -> dict[str, Any]:
