@@ -78,10 +78,10 @@ def user_code_by_value() -> Iterator[None]:
     if "ray" in sys.modules:
         from ray import cloudpickle as ray_cloudpickle
         picklers.append(ray_cloudpickle)
-    registered = []
+    modules, registered = user_modules(), []
     for pickler in picklers:
         already = set(pickler.list_registry_pickle_by_value())
-        for module in user_modules():
+        for module in modules:
             if module.__name__ not in already and sys.modules.get(module.__name__) is module:
                 pickler.register_pickle_by_value(module)
                 registered.append((pickler, module))

@@ -38,7 +38,7 @@ import numpy as np
 
 from zoo_lite.errors import WorkerTimeoutError
 
-__all__ = ["HostSum", "open_host_sum", "shared_memory_directory"]
+__all__ = ["HostSum", "open_host_sum", "shared_memory_directory", "slots_nbytes"]
 
 #: where the slots live: memory-backed on Linux
 _SHM_DIRECTORY = "/dev/shm"
@@ -50,6 +50,17 @@ _MAX_LOCAL_WORKERS = 255
 
 def _aligned(nbytes: int) -> int:
     return -(-nbytes // _ALIGN) * _ALIGN
+
+
+def slots_nbytes(local_size: int, size: int, dtype: np.dtype) -> int:
+    """Bytes of the slot file: two sets of one aligned ``size``-element slot per local worker.
+
+    Examples
+    --------
+    >>> slots_nbytes(2, 10, np.float32)
+    256
+    """
+    return 2 * local_size * _aligned(size * np.dtype(dtype).itemsize)
 
 
 def shared_memory_directory(needed_bytes: int, directory: str = _SHM_DIRECTORY) -> Optional[str]:
@@ -155,7 +166,7 @@ def open_host_sum(directory: str, name: str, local_rank: int, local_size: int, s
         return None
     data_path = os.path.join(directory, f"zoo_lite-{name}.slots")
     fifo = lambda rank: os.path.join(directory, f"zoo_lite-{name}.{rank}.fifo")   # noqa: E731
-    nbytes = 2 * local_size * _aligned(size * np.dtype(dtype).itemsize)
+    nbytes = slots_nbytes(local_size, size, dtype)
     made: list[str] = []   # paths this worker created: only these are unlinked
     opened: list[int] = []
     mapping: Optional[mmap.mmap] = None

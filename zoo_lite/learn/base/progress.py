@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any, Callable, Optional
 
 __all__ = ["ProgressReporter", "learn_logger"]
@@ -42,7 +41,6 @@ class ProgressReporter:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total_steps, unit="step", desc="fit")
-        self._started = time.monotonic()
 
     def poll(self) -> None:
         """Called while an epoch runs: move the bar to rank 0's step."""

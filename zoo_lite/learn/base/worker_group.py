@@ -185,10 +185,9 @@ class WorkerGroup:
     def call_each(self, method: str, args_per_worker: Sequence[Sequence[Any]], *, timeout_s: Optional[float] = None,
                   on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
         """Call ``runner.method(*args_per_worker[rank])`` on every worker; results in rank order."""
-        if not self.actors:
-            raise ZooLiteError("this worker group was shut down or has failed; the Estimator starts a new one on next use")
+        actors = self._live_actors()
         with user_code_by_value():
-            futures = [actor.call.remote(method, *args) for actor, args in zip(self.actors, args_per_worker)]
+            futures = [actor.call.remote(method, *args) for actor, args in zip(actors, args_per_worker)]
         try:
             return self._wait(futures, method, timeout_s, on_poll)
         except BaseException:
@@ -197,15 +196,19 @@ class WorkerGroup:
 
     def call_one(self, rank: int, method: str, *args: Any, timeout_s: Optional[float] = None) -> Any:
         """Call ``runner.method(*args)`` on one worker only."""
-        if not self.actors:
-            raise ZooLiteError("this worker group was shut down or has failed; the Estimator starts a new one on next use")
+        actor = self._live_actors()[rank]
         try:
             with user_code_by_value():
-                future = self.actors[rank].call.remote(method, *args)
+                future = actor.call.remote(method, *args)
             return self._wait([future], method, timeout_s)[0]
         except BaseException:
             self.kill()
             raise
+
+    def _live_actors(self) -> list[Any]:
+        if not self.actors:
+            raise ZooLiteError("this worker group was shut down or has failed; the Estimator starts a new one on next use")
+        return self.actors
 
     def progress(self) -> dict[str, Any]:
         """Rank 0's progress snapshot, or ``{}`` when it does not answer quickly."""

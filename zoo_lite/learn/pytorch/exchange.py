@@ -30,7 +30,7 @@ from typing import Callable, Optional, Sequence
 import torch
 import torch.distributed as dist
 
-from zoo_lite.learn.base.host_exchange import HostSum, open_host_sum, shared_memory_directory
+from zoo_lite.learn.base.host_exchange import HostSum, open_host_sum, shared_memory_directory, slots_nbytes
 
 __all__ = ["gradient_exchange", "sum_over_workers", "host_sum_for_group", "FlatExchange", "NoExchange"]
 
@@ -81,11 +81,10 @@ def host_sum_for_group(size: int, dtype: torch.dtype, rank: int, world_size: int
         numpy_dtype = torch.empty(0, dtype=dtype).numpy().dtype
     except TypeError:   # bfloat16 and other dtypes NumPy lacks: the same on every worker
         return None
-    needed = 2 * world_size * (size * numpy_dtype.itemsize + 64)
-    directory = shared_memory_directory(needed)
+    directory = shared_memory_directory(slots_nbytes(world_size, size, numpy_dtype))
     facts: list[Optional[tuple[str, Optional[str], str]]] = [None] * world_size
     dist.all_gather_object(facts, (_host_key(), directory, uuid.uuid4().hex[:12]))
-    if len({fact[0] for fact in facts}) != 1 or any(fact[1] != directory or fact[1] is None for fact in facts):
+    if directory is None or len({(host, place) for host, place, _ in facts}) != 1:
         return None
     return open_host_sum(directory, facts[0][2], rank, world_size, size, numpy_dtype, timeout_s, _all_agree)
 

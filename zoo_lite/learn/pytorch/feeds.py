@@ -40,6 +40,16 @@ def tensor_from_array(array: np.ndarray, float_dtype: torch.dtype) -> torch.Tens
     return tensor
 
 
+def _row_taker(positions: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A function taking the rows at ``positions`` (non-empty) from a tensor."""
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    if stop - start == len(positions) and (np.diff(positions) == 1).all():
+        return lambda tensor: tensor[start:stop]   # a contiguous run: a view, no copy
+    index = torch.from_numpy(positions)
+    # index_select gathers rows about 4x faster than advanced indexing (x[index]) on CPU
+    return lambda tensor: tensor.index_select(0, index)
+
+
 class ArrayFeed:
     """Rows this worker holds, as tensors.
 
@@ -66,13 +76,7 @@ class ArrayFeed:
     def _take(self, positions: np.ndarray) -> Batch:
         if not len(positions):
             return (), None, 0
-        if positions[-1] - positions[0] == len(positions) - 1 and (np.diff(positions) == 1).all():
-            start, stop = int(positions[0]), int(positions[-1]) + 1   # a contiguous run: views, no copy
-            rows: Callable[[torch.Tensor], torch.Tensor] = lambda tensor: tensor[start:stop]
-        else:
-            # index_select gathers rows about 4x faster than advanced indexing (x[index]) on CPU
-            index = torch.from_numpy(positions)
-            rows = lambda tensor: tensor.index_select(0, index)   # noqa: E731
+        rows = _row_taker(positions)
         target = rows(self.target) if self.target is not None else None
         return tuple(rows(x) for x in self.inputs), target, len(positions)
 
