@@ -29,12 +29,13 @@ class ProgressReporter:
 
     With ``use_tqdm`` a bar counts global steps and shows samples/s and rank 0's running loss,
     read from the snapshots rank 0 publishes while the epoch runs; otherwise each finished epoch
-    is one log line.
+    is one log line, unless ``quiet``.
     """
 
     def __init__(self, use_tqdm: bool, total_steps: int, poll_progress: Callable[[], dict[str, Any]],
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None, quiet: bool = False) -> None:
         self.logger = logger or learn_logger()
+        self.quiet = quiet
         self.poll_progress = poll_progress
         self.bar = None
         if use_tqdm:
@@ -57,7 +58,7 @@ class ProgressReporter:
         if self.bar is not None:
             self.bar.n = steps_done
             self.bar.refresh()
-        else:
+        elif not self.quiet:
             self.logger.info("epoch %s", _format_stats(stats))
 
     def close(self) -> None:

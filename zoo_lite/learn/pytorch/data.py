@@ -12,7 +12,7 @@ from typing import Any, Callable
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler
 
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.learn.pytorch.specs import positional_parameters
+from zoo_lite.learn.base.creators import call_data_creator, creator_takes_batch_size
 
 __all__ = ["is_loader_input", "global_batch_size", "resolve_dataset", "check_loader"]
 
@@ -24,19 +24,13 @@ def is_loader_input(data: Any) -> bool:
     return isinstance(data, DataLoader) or (callable(data) and not is_rows_input(data))
 
 
-def _creator_takes_batch_size(creator: Callable[..., Any]) -> bool:
-    """Orca's later form ``creator(config, batch_size)``; the guide's form is ``creator(config)``."""
-    inspected = positional_parameters(creator)
-    return inspected is None or len(inspected[0]) >= 2
-
-
 def global_batch_size(data: Any, config: dict[str, Any], batch_size: int) -> int:
     """The global batch of a loader input: a DataLoader's own ``batch_size``; for a creator that
     takes only ``config``, ``config["batch_size"]`` when set; else ``fit``'s ``batch_size``."""
     if isinstance(data, DataLoader):
         check_loader(data, "data")
         return int(data.batch_size)
-    if not _creator_takes_batch_size(data) and "batch_size" in config:
+    if not creator_takes_batch_size(data) and "batch_size" in config:
         return int(config["batch_size"])
     return batch_size
 
@@ -61,10 +55,7 @@ def resolve_dataset(data: Any, config: dict[str, Any], batch_size: int) -> tuple
     if isinstance(data, DataLoader):
         loader = data
     else:
-        if _creator_takes_batch_size(data):
-            loader = data(config, batch_size)
-        else:
-            loader = data({**config, "batch_size": config.get("batch_size", batch_size)})
+        loader = call_data_creator(data, config, batch_size)
         if not isinstance(loader, DataLoader):
             raise InvalidArgumentError(
                 f"data: the data creator {getattr(data, '__name__', data)!r} returned a {type(loader).__name__}; "

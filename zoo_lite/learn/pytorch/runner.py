@@ -162,9 +162,11 @@ class TorchRunner:
 
     # -- data -------------------------------------------------------------------------------------
 
-    def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int]) -> int:
+    def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int],
+                  one_row: Optional[tuple[Any, int, int, int]] = None) -> int:
         """Take this worker's rows out of Ray's object store: ``(object ref, partition, start, stop)``
-        ranges, where ``partition_rows`` are the row counts of every partition of the data."""
+        ranges, where ``partition_rows`` are the row counts of every partition of the data
+        (``one_row`` is a range of one row of the data, unused here)."""
         from zoo_lite.data import convert
         from zoo_lite.data.ray_xshards import shards_of_ranges
 

@@ -11,29 +11,11 @@ import torch
 from torch import nn
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base.creators import positional_arity
 
-__all__ = ["TorchSpec", "build_model", "model_dtype", "positional_parameters"]
+__all__ = ["TorchSpec", "build_model", "model_dtype"]
 
 ModelArg = Union[nn.Module, Callable[[dict], nn.Module]]
-
-
-def positional_parameters(func: Callable[..., Any]) -> Optional[tuple[list[inspect.Parameter], bool]]:
-    """``func``'s named positional parameters and whether it also takes ``*args``; None when its
-    signature cannot be inspected."""
-    try:
-        parameters = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    named = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return named, any(p.kind == p.VAR_POSITIONAL for p in parameters)
-
-
-def _positional_arity(func: Callable[..., Any]) -> Optional[int]:
-    """How many positional arguments ``func`` requires (None: any number, or not inspectable)."""
-    inspected = positional_parameters(func)
-    if inspected is None or inspected[1]:
-        return None
-    return sum(p.default is p.empty for p in inspected[0])
 
 
 def build_model(model: ModelArg, config: dict[str, Any]) -> nn.Module:
@@ -75,7 +57,7 @@ def _optimizer_creator(optimizer: Any) -> Optional[Callable[[nn.Module, dict], t
         raise InvalidArgumentError(
             f"optimizer={optimizer!r} must be a torch.optim.Optimizer or a creator (model, config) -> Optimizer"
         )
-    arity = _positional_arity(optimizer)
+    arity = positional_arity(optimizer)
     if arity is not None and arity != 2:
         raise InvalidArgumentError(
             f"optimizer: the creator {getattr(optimizer, '__name__', optimizer)!r} takes {arity} positional "
@@ -94,7 +76,7 @@ def _loss_creator(loss: Any) -> Optional[Callable[[dict], Callable[..., torch.Te
         return _Instantiate(loss)
     if callable(loss):
         # one argument: Orca's creator (config); two or more: a loss function (output, target)
-        return loss if _positional_arity(loss) == 1 else _Constant(loss)
+        return loss if positional_arity(loss) == 1 else _Constant(loss)
     raise InvalidArgumentError(f"loss={loss!r} must be a loss module, a loss function (output, target) or a creator (config)")
 
 

@@ -1,0 +1,422 @@
+"""The Keras 3 Estimator on real Spark (local-cluster, two executors), real Ray and CPU TensorFlow:
+two workers under MultiWorkerMirroredStrategy."""
+
+from __future__ import annotations
+
+import csv
+import glob
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import keras
+import tensorflow as tf
+
+from tests.learn import keras_models
+from tests.learn.test_torch_estimator import shards_with_sizes, two_workers  # noqa: F401 - the fixture
+from zoo_lite.data import XShards
+from zoo_lite.errors import InvalidArgumentError, WorkerError
+from zoo_lite.learn.base.steps import held_rows_batches
+from zoo_lite.learn.tf2 import Estimator
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def linear_estimator(**options):
+    return Estimator.from_keras(model_creator=keras_models.linear_model, seed=0, **options)
+
+
+def regression_shards(rows: int, sizes: list[int]):
+    x, y = keras_models.regression_rows(rows)
+    return shards_with_sizes({"x": x, "y": y}, sizes)
+
+
+# -- exact semantics ------------------------------------------------------------------------------
+
+def bias_free_model(lr: float):
+    model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(1, use_bias=False)])
+    model.compile(optimizer=keras.optimizers.SGD(lr), loss="mse")
+    return model
+
+
+def one_process_descent(w: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float, batches: list[np.ndarray]) -> np.ndarray:
+    """Single-process SGD on the mean squared error over ``batches`` of row indices (float64)."""
+    w = w.astype(np.float64)
+    for rows in batches:
+        residual = x[rows] @ w - y[rows]
+        w = w - lr * 2.0 * x[rows].T @ residual / len(rows)
+    return w
+
+
+def exact_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(8, 3)).astype(np.float32), rng.normal(size=(8, 1)).astype(np.float32)
+
+
+def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
+    x, y = exact_data(7)
+    model = bias_free_model(0.05)
+    start = model.get_weights()[0]
+    est = Estimator.from_keras(model=model, seed=1)
+    assert est.num_workers == 2
+    history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8, verbose=0)
+    expected = one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4)
+    np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
+    assert len(history["loss"]) == 4 and history["loss"][-1] < history["loss"][0]
+    est.shutdown()
+
+
+def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers) -> None:
+    """Steps of 2 rows over partitions of 1 and 7 rows: a worker's share is often empty."""
+    x, y = exact_data(3)
+    model = bias_free_model(0.1)
+    start = model.get_weights()[0]
+    est = Estimator.from_keras(model=model, seed=4)
+    est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2, verbose=0)
+    batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
+    np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.1, batches),
+                               atol=1e-5, rtol=0)
+    est.shutdown()
+
+
+def test_a_shuffled_tf_data_dataset_object_is_split_so_each_element_is_used_once_per_epoch(two_workers) -> None:
+    """Full-batch descent over a shuffled, mapped, batched Dataset object equals one process's:
+    any element lost or used twice by the split over the workers would change the gradient."""
+    x, y = exact_data(5)
+    model = bias_free_model(0.05)
+    start = model.get_weights()[0]
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(8).map(lambda a, b: (a * 2.0, b)).batch(8)
+    est = Estimator.from_keras(model=model, seed=2)
+    est.fit(dataset, epochs=3, verbose=0)
+    expected = one_process_descent(start, x * 2.0, y, 0.05, [np.arange(8)] * 3)
+    np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
+    est.shutdown()
+
+
+def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
+    shards = regression_shards(40, [10, 30])
+    weights = []
+    for _ in range(2):
+        est = linear_estimator()
+        est.fit(shards, epochs=2, batch_size=8, verbose=0)
+        weights.append(est.get_model().get_weights())
+        est.shutdown()
+    for first, second in zip(*weights):
+        np.testing.assert_array_equal(first, second)
+
+
+# -- digits, end to end ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def digits_frames(two_workers):
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(digits.data / 16.0, digits.target, test_size=0.25, random_state=0)
+
+    def frame(x, y, offset):
+        return two_workers.createDataFrame(pd.DataFrame({"id": np.arange(len(y)) + offset, "features": list(x), "label": y}))
+
+    return frame(x_train, y_train, 0).repartition(3), frame(x_test, y_test, 10_000)
+
+
+def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row_in_order(digits_frames) -> None:
+    train, test = digits_frames
+    est = Estimator.from_keras(model_creator=keras_models.digits_mlp, config={"lr": 0.2, "hidden": 64}, seed=0)
+    history = est.fit(train, epochs=12, batch_size=64, feature_cols=["features"], label_cols=["label"],
+                      validation_data=test, verbose=0)
+    assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert history["loss"][-1] < history["loss"][0]
+
+    predicted = est.predict(test, batch_size=128, feature_cols=["features"])
+    assert predicted.columns == test.columns + ["prediction"]
+    rows = predicted.toPandas()
+    assert rows["id"].tolist() == test.toPandas()["id"].tolist()
+    accuracy = float((np.stack(rows["prediction"]).argmax(axis=1) == rows["label"]).mean())
+    assert accuracy >= 0.9
+    # the metrics are summed exactly over both workers: they equal the accuracy of all predictions
+    evaluated = est.evaluate(test, batch_size=64, feature_cols=["features"], label_cols=["label"])
+    assert evaluated["accuracy"] == pytest.approx(accuracy, abs=1e-6)
+    assert history["val_accuracy"][-1] == pytest.approx(accuracy, abs=1e-6)
+    named = est.predict(test, feature_cols=["features"], output_cols=["logits"])
+    assert named.columns == test.columns + ["logits"]
+    est.shutdown()
+
+
+def test_double_columns_feed_a_float32_model_and_predict_keeps_every_column(two_workers) -> None:
+    x, y = keras_models.regression_rows(60)
+    pdf = pd.DataFrame({"a": x[:, 0].astype(np.float64), "b": x[:, 1].astype(np.float64), "y": y.astype(np.float64)})
+    df = two_workers.createDataFrame(pdf.assign(x=list(x.astype(np.float64))))
+    est = linear_estimator()
+    history = est.fit(df, epochs=30, batch_size=16, feature_cols=["x"], label_cols=["y"], verbose=0)
+    assert history["loss"][-1] < 0.05 * history["loss"][0]
+    predicted = est.predict(df, feature_cols=["x"])
+    assert predicted.columns == df.columns + ["prediction"]
+    assert predicted.schema["prediction"].dataType.simpleString() == "float"
+    assert predicted.count() == 60
+    est.shutdown()
+
+
+# -- every input kind -----------------------------------------------------------------------------
+
+def _input_kinds(spark):
+    x, y = keras_models.regression_rows(64)
+    pdf = pd.DataFrame({"x": list(x), "y": y})
+    return {
+        "dict xshards": (shards_with_sizes({"x": x, "y": y}, [20, 44]), {}),
+        "pandas xshards": (XShards.partition(pdf, num_shards=3), {"feature_cols": ["x"], "label_cols": "y"}),
+        "spark dataframe": (spark.createDataFrame(pd.DataFrame({"x": list(x.astype(np.float64)), "y": y})),
+                            {"feature_cols": ["x"], "label_cols": ["y"]}),
+        "unbatched tf.data": (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(64), {}),
+        "batched tf.data": (tf.data.Dataset.from_tensor_slices((x, y)).batch(16).prefetch(2), {}),
+        "creator (config, batch_size)": (keras_models.dataset_creator, {}),
+        "creator (config)": (keras_models.dataset_creator_guide_form, {}),
+        "creator with Python ops": (keras_models.python_dataset_creator, {}),
+    }
+
+
+def test_every_data_input_kind_trains_and_evaluates(two_workers) -> None:
+    est = linear_estimator()
+    for name, (data, columns) in _input_kinds(two_workers).items():
+        before = est.evaluate(data, batch_size=16, **columns)["loss"]
+        history = est.fit(data, epochs=8, batch_size=16, verbose=0, **columns)
+        assert len(history["loss"]) == 8, name
+        assert history["loss"][-1] < history["loss"][0], name
+        assert est.evaluate(data, batch_size=16, **columns)["loss"] < before, name
+    est.shutdown()
+
+
+@pytest.mark.parametrize("sizes", [[30], [0, 30, 0], [29, 1]], ids=["one partition", "empty partitions", "a 1-row partition"])
+def test_fewer_or_empty_partitions_than_workers_still_train(two_workers, sizes) -> None:
+    est = linear_estimator()
+    try:
+        history = est.fit(regression_shards(30, sizes), epochs=3, batch_size=4, verbose=0)
+        assert history["loss"][-1] < history["loss"][0]
+        assert est.evaluate(regression_shards(30, sizes), batch_size=4)["loss"] == pytest.approx(
+            float(np.mean((est.get_model().predict(keras_models.regression_rows(30)[0], verbose=0)[:, 0]
+                           - keras_models.regression_rows(30)[1]) ** 2)), rel=1e-4)
+    finally:
+        est.shutdown()
+
+
+def test_multi_input_models_take_one_input_per_feature_column(two_workers) -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(30, 2)).astype(np.float32), rng.normal(size=(30,)).astype(np.float32)
+    y = (a.sum(axis=1) + b).astype(np.float32)
+    first, second = keras.Input(shape=(2,)), keras.Input(shape=(1,))
+    model = keras.Model([first, second], keras.layers.Dense(1)(keras.layers.Concatenate()([first, second])))
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    est = Estimator.from_keras(keras_model=model, seed=0)
+    history = est.fit(shards_with_sizes({"x": (a, b[:, None]), "y": y}, [12, 18]), epochs=20, batch_size=10, verbose=0)
+    assert history["loss"][-1] < 0.1 * history["loss"][0]
+    df = two_workers.createDataFrame(pd.DataFrame({"a": list(a.astype(np.float64)), "b": b.astype(np.float64), "y": y}))
+    history = est.fit(df, epochs=2, batch_size=10, feature_cols=["a", "b"], label_cols=["y"], verbose=0)
+    assert len(history["loss"]) == 2
+    assert est.predict(df, feature_cols=["a", "b"]).count() == 30
+    est.shutdown()
+
+
+# -- callbacks, progress, checkpoints ------------------------------------------------------------
+
+def test_early_stopping_stops_every_worker_and_restores_the_best_weights(two_workers) -> None:
+    est = linear_estimator()
+    stop = keras.callbacks.EarlyStopping(monitor="loss", min_delta=1e9, patience=1, restore_best_weights=True)
+    history = keras.callbacks.History()
+    result = est.fit(regression_shards(40, [20, 20]), epochs=20, batch_size=8, callbacks=[stop, history], verbose=0)
+    assert len(result["loss"]) == 2   # epoch 1 sets the baseline, epoch 2 does not improve by 1e9
+    assert history.history["loss"] == result["loss"] and history.epoch == [0, 1]
+    # the weights are those after the first epoch: evaluating gives about the first epoch's loss or less
+    assert est.evaluate(regression_shards(40, [20, 20]))["loss"] <= result["loss"][0]
+    est.shutdown()
+
+
+def test_file_writing_callbacks_write_once_and_schedules_change_every_worker(two_workers, tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    est = linear_estimator()
+    data = regression_shards(40, [15, 25])
+    lambda_log = tmp_path / "lambda.log"
+    callbacks = [
+        keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt-{epoch}.keras")),
+        keras.callbacks.TensorBoard(str(tmp_path / "tb")),
+        keras.callbacks.CSVLogger(str(tmp_path / "log.csv")),
+        keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.1 / (epoch + 1)),
+        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=0, min_delta=1e9),
+        keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: open(lambda_log, "a").write(f"{epoch}\n")),
+    ]
+    history = est.fit(data, epochs=3, batch_size=10, validation_data=data, callbacks=callbacks, verbose=0)
+    assert {f"ckpt-{n}.keras" for n in (1, 2, 3)} <= set(os.listdir(tmp_path))
+    reloaded = keras.models.load_model(tmp_path / "ckpt-3.keras")
+    for saved, trained in zip(reloaded.get_weights(), est.get_model().get_weights()):
+        np.testing.assert_allclose(saved, trained, atol=1e-6)
+    with open(tmp_path / "log.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2]
+    assert [float(r["loss"]) for r in rows] == pytest.approx(history["loss"], rel=1e-6)
+    assert lambda_log.read_text().splitlines() == ["0", "1", "2"]   # rank 0 only: once per epoch
+    events = glob.glob(str(tmp_path / "tb" / "train" / "events.out.tfevents*"))
+    accumulator = EventAccumulator(events[0])
+    accumulator.Reload()
+    assert "epoch_loss" in accumulator.Tags()["tensors"] + accumulator.Tags()["scalars"]
+    # the scheduler set 0.1 / 3 at epoch 2, then ReduceLROnPlateau halved it on every worker alike
+    assert float(est.get_model().optimizer.learning_rate) == pytest.approx(0.1 / 3 / 2, rel=1e-5)
+    est.shutdown()
+
+
+def test_model_dir_checkpoints_resume_at_the_next_epoch_exactly(two_workers, tmp_path) -> None:
+    data = regression_shards(40, [10, 30])
+    creator = keras_models.linear_model
+    whole = Estimator.from_keras(model_creator=creator, config={"lr": 0.05}, seed=3, model_dir=str(tmp_path))
+    whole.fit(data, epochs=3, batch_size=8, verbose=0)
+    whole.shutdown()
+    assert sorted(os.listdir(tmp_path)) == ["epoch=1.ckpt", "epoch=2.ckpt", "epoch=3.ckpt"]
+    assert Estimator.latest_checkpoint(str(tmp_path)).endswith("epoch=3.ckpt")
+
+    resumed = Estimator.from_keras(model_creator=creator, config={"lr": 0.05}, seed=3)
+    resumed.load_checkpoint(str(tmp_path / "epoch=2.ckpt"))
+    resumed.fit(data, epochs=1, batch_size=8, verbose=0)
+    for mine, theirs in zip(resumed.get_model().get_weights(), whole.get_model().get_weights()):
+        np.testing.assert_allclose(mine, theirs, atol=1e-6)
+    resumed.shutdown()
+
+
+def test_progress_bar_shows_steps_on_the_driver(two_workers, capfd) -> None:
+    est = linear_estimator()
+    est.fit(regression_shards(40, [20, 20]), epochs=2, batch_size=10, verbose=1)
+    assert "8/8" in capfd.readouterr().err   # 2 epochs × 4 steps
+    est.shutdown()
+
+
+def test_save_load_and_weights_round_trips_give_equal_predictions(two_workers, tmp_path) -> None:
+    data = regression_shards(40, [20, 20])
+    est = linear_estimator()
+    est.fit(data, epochs=3, batch_size=10, verbose=0)
+    expected = np.concatenate([s["prediction"] for s in est.predict(data).collect()])
+    est.save(str(tmp_path / "model.keras"))
+    est.save_weights(str(tmp_path / "model.weights.h5"))
+    est.shutdown()
+
+    restored = Estimator.from_keras(model_creator=keras_models.linear_model, seed=9)
+    restored.load(str(tmp_path / "model.keras"))
+    np.testing.assert_array_equal(np.concatenate([s["prediction"] for s in restored.predict(data).collect()]), expected)
+    weights_only = Estimator.from_keras(model_creator=keras_models.linear_model, seed=9)
+    weights_only.load_weights(str(tmp_path / "model.weights.h5"))
+    np.testing.assert_array_equal(np.concatenate([s["prediction"] for s in weights_only.predict(data).collect()]), expected)
+    assert len(weights_only.fit(data, epochs=1, batch_size=10, verbose=0)["loss"]) == 1   # workers get the loaded weights
+    weights_only.shutdown()
+    with pytest.raises(InvalidArgumentError, match="must end in '.keras'"):
+        restored.save(str(tmp_path / "model.h5"))
+    with pytest.raises(InvalidArgumentError, match="no checkpoint at path="):
+        restored.load_checkpoint(str(tmp_path / "missing.ckpt"))
+
+
+# -- bad input and faults -------------------------------------------------------------------------
+
+class NoConfig(keras.Model):
+    """A subclassed model without get_config: Keras cannot rebuild it from its saved form."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.dense = keras.layers.Dense(width)
+
+    def call(self, x):
+        return self.dense(x)
+
+
+def test_construction_errors_name_the_argument() -> None:
+    compiled = keras_models.linear_model({})
+    with pytest.raises(InvalidArgumentError, match="exactly one of model=.*got neither"):
+        Estimator.from_keras()
+    with pytest.raises(InvalidArgumentError, match="exactly one of model=.*got both"):
+        Estimator.from_keras(compiled, model_creator=keras_models.linear_model)
+    with pytest.raises(InvalidArgumentError, match="is not compiled; call model.compile"):
+        Estimator.from_keras(keras_models.uncompiled_linear_model({}))
+    with pytest.raises(InvalidArgumentError, match="is not compiled; call model.compile"):
+        Estimator.from_keras(model_creator=keras_models.uncompiled_linear_model)
+    subclassed = NoConfig(1)
+    subclassed(np.zeros((1, 2), np.float32))
+    subclassed.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(InvalidArgumentError, match="Keras cannot rebuild the model .* pass model_creator="):
+        Estimator.from_keras(subclassed)
+    with pytest.raises(InvalidArgumentError, match="model is a str; it must be a keras.Model"):
+        Estimator.from_keras("model")
+    with pytest.raises(InvalidArgumentError, match="backend='horovod' is not supported"):
+        Estimator.from_keras(compiled, backend="horovod")
+    # an uncompiled model with compile_args_creator is fine
+    est = Estimator.from_keras(keras_models.uncompiled_linear_model({}),
+                               compile_args_creator=lambda config: {"optimizer": "sgd", "loss": "mse"})
+    assert est.get_model().compiled
+
+
+def test_bad_inputs_get_clear_errors(two_workers) -> None:
+    spark = two_workers
+    est = linear_estimator()
+    shards = regression_shards(10, [5, 5])
+    df = spark.createDataFrame(pd.DataFrame({"a": [1.0, 2.0], "b": [1.0, 0.0], "y": [0.0, 1.0], "z": [1.0, 1.0]}))
+    with pytest.raises(InvalidArgumentError, match=r"label_cols: the labels have shape \(2,\) per row but the model's output has \(1,\)"):
+        est.fit(spark.createDataFrame(pd.DataFrame({"x": [[1.0, 2.0], [2.0, 1.0]], "y": [0.0, 1.0], "z": [1.0, 1.0]})),
+                feature_cols=["x"], label_cols=["y", "z"], verbose=0)
+    with pytest.raises(InvalidArgumentError, match="uses tf.py_function, which runs Python and cannot be sent to the workers"):
+        est.fit(tf.data.Dataset.from_tensor_slices(np.zeros((4, 2), np.float32)).map(
+            lambda a: (tf.py_function(lambda v: v, [a], tf.float32), 0.0)))
+    with pytest.raises(InvalidArgumentError, match="uses Dataset.from_generator"):
+        est.fit(tf.data.Dataset.from_generator(lambda: iter([(np.zeros(2, np.float32), 0.0)]),
+                                               output_signature=(tf.TensorSpec((2,), tf.float32), tf.TensorSpec((), tf.float32))))
+    with pytest.raises(InvalidArgumentError, match="the data creator 'not_a_dataset_creator' returned a list"):
+        est.fit(keras_models.not_a_dataset_creator)
+    with pytest.raises(InvalidArgumentError, match="callbacks: 'stop' is a str; each callback must be a keras.callbacks.Callback"):
+        est.fit(shards, callbacks=["stop"])
+    with pytest.raises(InvalidArgumentError, match="batch_size=1 is smaller than the number of workers"):
+        est.fit(shards, batch_size=1)
+    with pytest.raises(InvalidArgumentError, match="data is a str"):
+        est.fit("not data")
+    with pytest.raises(InvalidArgumentError, match=r"initial_epoch=3 must be an int in \[0, epochs=2\)"):
+        est.fit(shards, epochs=2, initial_epoch=3)
+    with pytest.raises(InvalidArgumentError, match=r"class_weight=\[1, 2\] must be a non-empty dict"):
+        est.fit(shards, class_weight=[1, 2])
+    with pytest.raises(InvalidArgumentError, match="verbose=3 must be 0"):
+        est.fit(shards, verbose=3)
+    with pytest.raises(InvalidArgumentError, match="data_config=.* is not supported"):
+        est.fit(shards, data_config={"a": 1})
+    with pytest.raises(InvalidArgumentError, match="repeats forever"):
+        est.fit(tf.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), np.zeros(4, np.float32))).repeat())
+    with pytest.raises(InvalidArgumentError, match=r"output_cols=\['a', 'b'\]: the model has 1 output"):
+        est.predict(df, feature_cols=["a"], output_cols=["a", "b"])
+    with pytest.raises(InvalidArgumentError, match=r"already has the column\(s\) \['y'\]"):
+        est.predict(df, feature_cols=["a"], output_cols=["y"])
+    # the estimator still works after all of these
+    assert len(est.fit(shards, batch_size=4, verbose=0)["loss"]) == 1
+    est.shutdown()
+
+
+def test_class_weight_scales_each_rows_loss(two_workers) -> None:
+    x, y = exact_data(11)
+    labels = (np.arange(8) % 2).astype(np.float32)[:, None]
+    weights = {0: 1.0, 1: 3.0}
+    model = bias_free_model(0.05)
+    start = model.get_weights()[0]
+    est = Estimator.from_keras(model=model, seed=1)
+    est.fit(shards_with_sizes({"x": x, "y": labels}, [3, 5]), epochs=1, batch_size=8, class_weight=weights, verbose=0)
+    row_weight = np.where(labels[:, 0] == 1, 3.0, 1.0)[:, None]
+    expected = start - 0.05 * 2.0 * x.T @ (row_weight * (x @ start - labels)) / 8
+    np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
+    est.shutdown()
+
+
+def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recovers(two_workers) -> None:
+    x, y = keras_models.regression_rows(40)
+    bad = x.copy()
+    bad[35, 0] = 999   # only in the second partition, so only one worker fails
+    est = Estimator.from_keras(model_creator=keras_models.fails_on_marker_model, seed=0)
+    est.fit(shards_with_sizes({"x": x, "y": y}, [20, 20]), epochs=1, batch_size=8, verbose=0)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match="marker row reached the model"):
+        est.fit(shards_with_sizes({"x": bad, "y": y}, [20, 20]), epochs=2, batch_size=8, verbose=0)
+    assert time.monotonic() - started < 30
+    history = est.fit(shards_with_sizes({"x": x, "y": y}, [20, 20]), epochs=1, batch_size=8, verbose=0)   # a fresh group
+    assert len(history["loss"]) == 1
+    est.shutdown()

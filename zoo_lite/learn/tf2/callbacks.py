@@ -1,0 +1,67 @@
+"""Where Keras callbacks passed to ``fit`` run: on the workers, with logs aggregated over all of them.
+
+Every worker gets the same aggregated logs at the end of an epoch, so a callback that steers
+training decides the same on every worker. Those run on **every** worker, because each worker
+holds its own copy of the model and optimizer: ``EarlyStopping`` (its ``stop_training`` and
+``restore_best_weights``), ``LearningRateScheduler``, ``ReduceLROnPlateau``, ``TerminateOnNaN``,
+and any callback with ``run_on_every_worker = True``. All others (``ModelCheckpoint``,
+``TensorBoard``, ``CSVLogger``, ``LambdaCallback``, your own) run on rank 0 only, so files are
+written once; their paths must be reachable from the workers (on a cluster: a shared file
+system). If any worker's model asks to stop, every worker stops after that epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from zoo_lite.errors import InvalidArgumentError
+
+__all__ = ["callbacks_for_rank", "check_callbacks", "wants_batch_logs"]
+
+
+def _steering_classes() -> tuple[type, ...]:
+    import keras
+
+    return (keras.callbacks.EarlyStopping, keras.callbacks.LearningRateScheduler, keras.callbacks.ReduceLROnPlateau,
+            keras.callbacks.TerminateOnNaN)
+
+
+def check_callbacks(callbacks: Optional[Sequence[Any]]) -> list[Any]:
+    """The callbacks as a list, each a ``keras.callbacks.Callback``, or a clear error."""
+    import keras
+
+    checked = list(callbacks or [])
+    for callback in checked:
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise InvalidArgumentError(
+                f"callbacks: {callback!r} is a {type(callback).__name__}; each callback must be a keras.callbacks.Callback"
+            )
+        if isinstance(callback, keras.callbacks.ProgbarLogger):
+            raise InvalidArgumentError("callbacks: ProgbarLogger is not needed; fit(verbose=1) shows one progress bar on the driver")
+    return checked
+
+
+def callbacks_for_rank(callbacks: Sequence[Any], rank: int) -> list[Any]:
+    """The callbacks that run on the worker of this rank (see the module docstring).
+
+    Examples
+    --------
+    >>> import keras
+    >>> chosen = callbacks_for_rank([keras.callbacks.EarlyStopping(), keras.callbacks.CSVLogger("log.csv")], rank=1)
+    >>> [type(c).__name__ for c in chosen]
+    ['EarlyStopping']
+    """
+    if rank == 0:
+        return list(callbacks)
+    steering = _steering_classes()
+    return [c for c in callbacks if isinstance(c, steering) or getattr(c, "run_on_every_worker", False)]
+
+
+def wants_batch_logs(callbacks: Sequence[Any]) -> bool:
+    """True when a callback overrides a per-step hook that reads logs."""
+    import keras
+
+    base = keras.callbacks.Callback
+    # LambdaCallback sets its hooks on the instance, so compare the bound functions
+    return any(getattr(c.on_train_batch_end, "__func__", None) is not base.on_train_batch_end
+               or getattr(c.on_batch_end, "__func__", None) is not base.on_batch_end for c in callbacks)

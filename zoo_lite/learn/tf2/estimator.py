@@ -1,0 +1,377 @@
+"""``Estimator.from_keras``: data-parallel training of a Keras 3 model on the Ray-on-Spark workers.
+
+The driver keeps a compiled copy of the model (for ``get_model``, ``save`` and ``predict``) and
+the epoch counter; the worker group trains copies of it with the loop of
+:mod:`zoo_lite.learn.tf2.runner`, which end every step identical, and rank 0's model comes back at
+the end of each ``fit``. Worker start-up, data inputs and failure handling are the shared ones of
+:mod:`zoo_lite.learn.base.estimator`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.learn.base import checkpoints, steps
+from zoo_lite.learn.base.data_inputs import is_spark_df, normalize_cols
+from zoo_lite.learn.base.estimator import EVALUATION, TRAIN, VALIDATION, Cols, GroupEstimator
+from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
+from zoo_lite.learn.base.progress import ProgressReporter, learn_logger
+from zoo_lite.learn.base.worker_group import WorkerInfo
+from zoo_lite.learn.tf2 import datasets
+from zoo_lite.learn.tf2.callbacks import check_callbacks
+from zoo_lite.learn.tf2.predict import KERAS_PREDICT
+from zoo_lite.learn.tf2.runner import KerasRunner
+from zoo_lite.learn.tf2.specs import (KerasSpec, check_compiled, load_state_into, model_from_bytes, model_to_bytes,
+                                      state_from_bytes, state_to_bytes)
+
+__all__ = ["Estimator", "KerasEstimator"]
+
+
+def _unsupported(argument: str, value: Any, default: Any, advice: str) -> None:
+    if value is not default and value != default:
+        raise InvalidArgumentError(f"{argument}={value!r} is not supported; {advice}")
+
+
+class KerasEstimator(GroupEstimator):
+    """A Keras 3 model trained data-parallel on Ray workers inside the Spark executors.
+
+    Built by :meth:`Estimator.from_keras`; see there for the arguments.
+    """
+
+    framework_inputs = "a tf.data.Dataset, or a creator (config, batch_size) -> tf.data.Dataset"
+
+    def __init__(self, spec: KerasSpec, model: Any, workers_per_node: int, model_dir: Optional[str],
+                 log_level: int, start_timeout_s: float) -> None:
+        super().__init__(workers_per_node, start_timeout_s)
+        self.spec = spec
+        self.model_dir = model_dir
+        self.logger = learn_logger(log_level)
+        self._model = model
+        self._epoch = 0
+
+    # -- GroupEstimator hooks ---------------------------------------------------------------------------
+
+    def _runner_factory(self) -> Callable[[WorkerInfo], Any]:
+        return functools.partial(KerasRunner, self.spec)
+
+    def _driver_state_bytes(self) -> bytes:
+        return state_to_bytes(self._model, self._epoch)
+
+    def _is_framework_input(self, data: Any) -> bool:
+        return isinstance(data, datasets.DatasetGraph) or datasets.is_dataset_input(data)
+
+    def _framework_batch_size(self, data: Any, batch_size: int) -> int:
+        return datasets.global_batch_size(data, self.spec.config, batch_size)
+
+    def _pull_state(self) -> None:
+        keras_bytes, self._epoch = state_from_bytes(self._call_rank0("get_state"))
+        load_state_into(self._model, keras_bytes)
+
+    def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
+             need_labels: bool = True) -> tuple[int, int]:
+        """:meth:`_load`, with a tf.data.Dataset object turned into its graph first."""
+        if datasets.is_dataset_input(data) and not callable(data):
+            data = datasets.dataset_graph(data)
+        return self._load(key, data, feature_cols, label_cols, batch_size, need_labels)
+
+    # -- the user's API ---------------------------------------------------------------------------------
+
+    def fit(self, data: Any, epochs: int = 1, batch_size: int = 32, verbose: int = 1, callbacks: Optional[Sequence[Any]] = None,
+            validation_data: Any = None, class_weight: Optional[dict[int, float]] = None, initial_epoch: int = 0,
+            steps_per_epoch: Optional[int] = None, validation_steps: Optional[int] = None, validation_freq: int = 1,
+            data_config: Optional[dict[str, Any]] = None, feature_cols: Cols = None, label_cols: Cols = None) -> dict[str, list[Any]]:
+        """Train the model from epoch ``initial_epoch`` up to ``epochs`` (as Keras' ``model.fit``).
+
+        Parameters
+        ----------
+        data
+            An XShards of ``{"x": ndarray | tuple, "y": ndarray}`` or of pandas frames (with
+            ``feature_cols`` / ``label_cols``), a Spark DataFrame (with ``feature_cols`` /
+            ``label_cols``; one model input per feature column), a ``tf.data.Dataset`` of
+            ``(features, labels)`` (batched or not), or a creator ``(config, batch_size) -> Dataset``
+            (or Orca's ``(config)`` form).
+        epochs : int, default 1
+        batch_size : int, default 32
+            The global batch, split over the workers (a batched Dataset's own batch size wins).
+        verbose : {0, 1, 2}, default 1
+            0 silent, 1 a progress bar on the driver, 2 one line per epoch.
+        callbacks : list of keras.callbacks.Callback, optional
+            Run with logs aggregated over all workers (see :mod:`zoo_lite.learn.tf2.callbacks`).
+        validation_data
+            Same kinds as ``data``; evaluated every ``validation_freq`` epochs.
+        class_weight : dict, optional
+            ``{class index: weight}`` applied to each row's loss.
+        steps_per_epoch, validation_steps : int, optional
+            At most this many steps; by default one pass over the data.
+
+        Returns
+        -------
+        dict
+            Keras' History form: ``loss``, each metric, ``val_*`` with validation data, one value
+            per epoch.
+        """
+        epochs = check_positive_int(epochs, "epochs")
+        batch_size = check_positive_int(batch_size, "batch_size")
+        validation_freq = check_positive_int(validation_freq, "validation_freq")
+        if not isinstance(initial_epoch, int) or not 0 <= initial_epoch < epochs:
+            raise InvalidArgumentError(f"initial_epoch={initial_epoch!r} must be an int in [0, epochs={epochs}); "
+                                       "fit trains epochs initial_epoch .. epochs - 1, as Keras does")
+        for name, value in (("steps_per_epoch", steps_per_epoch), ("validation_steps", validation_steps)):
+            if value is not None:
+                check_positive_int(value, name)
+        if verbose not in (0, 1, 2):
+            raise InvalidArgumentError(f"verbose={verbose!r} must be 0 (silent), 1 (progress bar) or 2 (one line per epoch)")
+        _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        _check_class_weight(class_weight)
+        import keras
+
+        user_callbacks = check_callbacks(callbacks)
+        histories = [c for c in user_callbacks if type(c) is keras.callbacks.History]
+        worker_callbacks = [c for c in user_callbacks if type(c) is not keras.callbacks.History]
+        train_rows, batch_size = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
+        if validation_data is not None:
+            self._put(VALIDATION, validation_data, feature_cols, label_cols, batch_size)
+        steps_each = min(steps.steps_per_epoch(train_rows, batch_size), steps_per_epoch or np.iinfo(np.int64).max)
+        reporter = ProgressReporter(verbose == 1, steps_each * (epochs - initial_epoch),
+                                    lambda: self._group.progress() if self._group else {}, self.logger, quiet=verbose == 0)
+        for history in histories:
+            history.set_model(self._model)
+            history.on_train_begin()
+        results: dict[str, list[Any]] = {}
+        logs: dict[str, Any] = {}
+        try:
+            self._call("begin_fit", worker_callbacks, epochs, steps_each, self.model_dir)
+            for epoch in range(initial_epoch, epochs):
+                validate = validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0
+                logs = self._call("train_epoch", TRAIN, batch_size, VALIDATION if validate else None, epoch, class_weight,
+                                  steps_per_epoch, validation_steps, on_poll=reporter.poll)[0]
+                stop = logs.pop("stop_training")
+                epoch_time_s = logs.pop("epoch_time_s")
+                reporter.epoch_done({"epoch": epoch + 1, **logs, "epoch_time_s": epoch_time_s},
+                                    steps_each * (epoch + 1 - initial_epoch))
+                for name, value in logs.items():
+                    results.setdefault(name, []).append(value)
+                for history in histories:
+                    history.on_epoch_end(epoch, dict(logs))
+                if stop:
+                    break
+            self._call("end_fit", logs)
+        finally:
+            reporter.close()
+        self._pull_state()
+        return results
+
+    def evaluate(self, data: Any, batch_size: int = 32, num_steps: Optional[int] = None, verbose: int = 1,
+                 sample_weight: Any = None, callbacks: Optional[Sequence[Any]] = None, data_config: Optional[dict[str, Any]] = None,
+                 feature_cols: Cols = None, label_cols: Cols = None) -> dict[str, float]:
+        """Loss and compiled metrics over ``data`` (same kinds as :meth:`fit`), aggregated exactly
+        over the workers, named as Keras' ``evaluate(return_dict=True)`` names them."""
+        batch_size = check_positive_int(batch_size, "batch_size")
+        if num_steps is not None:
+            check_positive_int(num_steps, "num_steps")
+        _unsupported("sample_weight", sample_weight, None, "weigh classes with fit's class_weight")
+        _unsupported("callbacks", callbacks, None, "evaluate runs no callbacks; pass them to fit")
+        _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        _, batch_size = self._put(EVALUATION, data, feature_cols, label_cols, batch_size)
+        return self._call("validate", EVALUATION, batch_size, num_steps)[0]
+
+    def predict(self, data: Any, batch_size: int = 32, verbose: int = 1, steps: Optional[int] = None,
+                callbacks: Optional[Sequence[Any]] = None, data_config: Optional[dict[str, Any]] = None,
+                feature_cols: Cols = None, min_partition_num: Optional[int] = None,
+                output_cols: Optional[Sequence[str]] = None) -> Any:
+        """Predictions of the trained model, next to the input and in its order.
+
+        A Spark DataFrame comes back with every column plus ``prediction`` (float, or
+        array<float> for a wider output; ``output_cols`` names one column per model output), an
+        XShards with ``"prediction"`` in each dict shard or a ``prediction`` column in each pandas
+        shard. Runs in the Spark tasks that hold the data (see :mod:`zoo_lite.learn.base.predict`).
+        """
+        from zoo_lite.data.shard import SparkXShards
+
+        batch_size = check_positive_int(batch_size, "batch_size")
+        _unsupported("steps", steps, None, "predict covers all rows")
+        _unsupported("callbacks", callbacks, None, "predict runs no callbacks")
+        _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        features = normalize_cols(feature_cols, "feature_cols")
+        if is_spark_df(data):
+            if features is None:
+                raise InvalidArgumentError("predict: data is a Spark DataFrame; pass feature_cols=[...]")
+            return predict_spark_df(data, self._model, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
+        if isinstance(data, SparkXShards):
+            return predict_xshards(data, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
+        raise InvalidArgumentError(f"predict: data is a {type(data).__name__}; pass an XShards or a Spark DataFrame")
+
+    def get_model(self) -> Any:
+        """The trained, compiled ``keras.Model`` on the driver."""
+        return self._model
+
+    # -- persistence ----------------------------------------------------------------------------------
+
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True, save_format: Optional[str] = None) -> str:
+        """Save the model in Keras' ``.keras`` format (architecture, compile config, weights, optimizer)."""
+        if not str(filepath).endswith(".keras"):
+            raise InvalidArgumentError(f"save: filepath={filepath!r} must end in '.keras' (Keras 3's format); "
+                                       "use save_weights for a '.weights.h5' file")
+        _unsupported("save_format", save_format, None, "Keras 3 saves the '.keras' format")
+        self._model.save(filepath, overwrite=overwrite)
+        return filepath
+
+    def load(self, filepath: str, custom_objects: Optional[dict[str, Any]] = None, compile: bool = True) -> None:
+        """Replace the model with a saved ``.keras`` model; the workers rebuild it on next use."""
+        import keras
+
+        try:
+            model = keras.models.load_model(filepath, custom_objects=custom_objects, compile=compile)
+        except (FileNotFoundError, ValueError) as error:
+            raise InvalidArgumentError(f"load: cannot load a Keras model from filepath={filepath!r}: {error}") from error
+        check_compiled(model, "load: the saved model")
+        self.shutdown()
+        self.spec = dataclasses.replace(self.spec, model_bytes=model_to_bytes(model), model_creator=None, compile_args_creator=None)
+        self._model = model
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> str:
+        """The model's weights to a ``.weights.h5`` file (Keras' ``save_weights``)."""
+        self._model.save_weights(filepath, overwrite=overwrite)
+        return filepath
+
+    def load_weights(self, filepath: str) -> None:
+        """Weights from :meth:`save_weights` (or a ``.keras`` file); the workers get them on next use."""
+        try:
+            self._model.load_weights(filepath)
+        except FileNotFoundError as error:
+            raise InvalidArgumentError(f"load_weights: no weights file at filepath={filepath!r}") from error
+        self._workers_have_driver_state = False
+
+    def save_checkpoint(self, path: str) -> str:
+        """Model, optimizer state and epoch counter in one file, to resume training from."""
+        with open(path, "wb") as file:
+            file.write(state_to_bytes(self._model, self._epoch))
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Resume from :meth:`save_checkpoint`'s file (or one that ``model_dir`` made)."""
+        try:
+            with open(path, "rb") as file:
+                keras_bytes, epoch = state_from_bytes(file.read())
+        except FileNotFoundError as error:
+            raise InvalidArgumentError(f"load_checkpoint: no checkpoint at path={path!r}") from error
+        load_state_into(self._model, keras_bytes)
+        self._epoch = epoch
+        self._workers_have_driver_state = False
+
+
+def _check_class_weight(class_weight: Any) -> None:
+    if class_weight is None:
+        return
+    if not isinstance(class_weight, dict) or not class_weight or \
+            not all(isinstance(k, (int, np.integer)) and k >= 0 for k in class_weight):
+        raise InvalidArgumentError(f"class_weight={class_weight!r} must be a non-empty dict {{class index: weight}}")
+
+
+class Estimator:
+    """Orca's entry point: ``Estimator.from_keras(...)`` (import from ``zoo_lite.learn.tf2``)."""
+
+    @staticmethod
+    def from_keras(model: Any = None, *, model_creator: Optional[Callable[[dict], Any]] = None,
+                   config: Optional[dict[str, Any]] = None, compile_args_creator: Optional[Callable[[dict], dict]] = None,
+                   workers_per_node: int = 1, backend: str = "ray", model_dir: Optional[str] = None,
+                   seed: Optional[int] = None, keras_model: Any = None, verbose: bool = False, cpu_binding: bool = False,
+                   log_level: int = logging.INFO, start_timeout_s: float = 180.0) -> KerasEstimator:
+        """A Keras Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
+
+        Parameters
+        ----------
+        model : keras.Model, optional
+            A built, compiled model (``keras_model=`` is the same, in Orca's older form). It goes
+            to the workers in Keras' ``.keras`` format, compile config included.
+        model_creator : callable, optional
+            ``config -> compiled keras.Model``, Orca's form; run on every worker. Give either
+            ``model`` or ``model_creator``.
+        config : dict, optional
+            Passed to the creators. zoo_lite reads ``collective_timeout_s`` (1800), the bound on
+            one collective step.
+        compile_args_creator : callable, optional
+            ``config -> dict`` of ``model.compile`` arguments, applied to the model after it is built.
+        workers_per_node : int, default 1
+        backend : {"ray", "spark"}
+            Both run on zoo_lite's Ray-on-Spark worker group.
+        model_dir : str, optional
+            When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
+        seed : int, optional
+            Seeds the model creator, shuffling and workers: the same call twice gives the same model.
+
+        Examples
+        --------
+        >>> import numpy as np, keras
+        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.tf2 import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> x = np.random.default_rng(0).normal(size=(64, 2)).astype("float32")
+        >>> shards = XShards.partition({"x": x, "y": x @ np.array([1.0, -1.0], dtype="float32")}, num_shards=2)
+        >>> model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        >>> est = Estimator.from_keras(model=model, seed=0)
+        >>> history = est.fit(shards, epochs=20, batch_size=16, verbose=0)
+        >>> history["loss"][-1] < 0.01
+        True
+        >>> est.shutdown(); stop_orca_context()
+        """
+        if keras_model is not None:
+            if model is not None:
+                raise InvalidArgumentError("pass the model once: model= or keras_model=, not both")
+            model = keras_model
+        if (model is None) == (model_creator is None):
+            raise InvalidArgumentError(
+                "from_keras needs exactly one of model= (a compiled keras.Model) or model_creator= (config -> compiled "
+                f"keras.Model); got {'both' if model is not None else 'neither'}"
+            )
+        if backend not in ("ray", "spark"):
+            raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
+        workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
+        if config is not None and not isinstance(config, dict):
+            raise InvalidArgumentError(f"config={config!r} must be a dict")
+        for name, creator in (("model_creator", model_creator), ("compile_args_creator", compile_args_creator)):
+            if creator is not None and not callable(creator):
+                raise InvalidArgumentError(f"{name}={creator!r} must be a callable taking config")
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**31))
+        spec = KerasSpec(None, model_creator, compile_args_creator, dict(config or {}), int(seed))
+        if model is not None:
+            spec, model = _spec_of_model(spec, model)
+        else:
+            model = spec.build_model()   # the driver's copy, for get_model, save and predict
+        return KerasEstimator(spec, model, workers_per_node, model_dir, log_level, start_timeout_s)
+
+    @staticmethod
+    def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
+        """The newest ``epoch=<n>.ckpt`` in ``checkpoint_dir`` (None if there is none)."""
+        return checkpoints.latest_checkpoint(checkpoint_dir)
+
+
+def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
+    """The spec of a model object, checked: compiled (or compiled here by ``compile_args_creator``)
+    and rebuildable from Keras' format, which is how the workers get it."""
+    import keras
+
+    if not isinstance(model, keras.Model):
+        raise InvalidArgumentError(f"model is a {type(model).__name__}; it must be a keras.Model (Keras 3), or pass model_creator")
+    if spec.compile_args_creator is not None:
+        model.compile(**spec.compile_args_creator(spec.config))
+    check_compiled(model, "model")
+    blob = model_to_bytes(model)
+    try:
+        model_from_bytes(blob)
+    except Exception as error:  # noqa: BLE001 - Keras raises many kinds here; all mean the same to the user
+        raise InvalidArgumentError(
+            f"model: Keras cannot rebuild the model {model.name!r} from its saved form ({type(error).__name__}: "
+            f"{str(error).strip().splitlines()[0][:300]}); a subclassed model needs get_config/from_config, or pass "
+            "model_creator=lambda config: <build and compile the model> instead"
+        ) from error
+    return dataclasses.replace(spec, model_bytes=blob, compile_args_creator=None), model

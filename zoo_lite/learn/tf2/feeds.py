@@ -1,0 +1,110 @@
+"""Per-worker batches for the Keras runner: rows the worker holds, or a tf.data pipeline.
+
+A batch is ``(features, labels, global_rows)``: this worker's share of one global batch as NumPy
+arrays or tensors (possibly with no rows), and the global batch's row count, which divides the
+summed loss so that the workers' gradients add up to the global batch's mean gradient. The step
+arithmetic is :mod:`zoo_lite.learn.base.steps`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+
+from zoo_lite.learn.base import steps
+
+__all__ = ["KerasBatch", "HeldRowsFeed", "DatasetFeed", "model_inputs"]
+
+KerasBatch = tuple[Any, Any, int]
+
+
+def model_inputs(arrays: Sequence[np.ndarray]) -> Any:
+    """What a Keras model is called with: one array, or a list for a model with several inputs."""
+    return arrays[0] if len(arrays) == 1 else list(arrays)
+
+
+def _as_model_dtype(array: np.ndarray, float_dtype: str) -> np.ndarray:
+    """Floating columns take the model's float dtype (Spark's doubles become float32)."""
+    return array.astype(float_dtype, copy=False) if np.issubdtype(array.dtype, np.floating) else array
+
+
+def _take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    if len(positions) and positions[-1] - positions[0] + 1 == len(positions) and (np.diff(positions) == 1).all():
+        return array[positions[0]:positions[-1] + 1]   # a contiguous run: a view, no copy
+    return np.take(array, positions, axis=0)
+
+
+class HeldRowsFeed:
+    """Rows this worker holds (from an XShards or a Spark DataFrame), as NumPy arrays.
+
+    ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
+    ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
+    """
+
+    def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
+                 world_size: int, float_dtype: str) -> None:
+        self.features = tuple(_as_model_dtype(np.asarray(x), float_dtype) for x in arrays["x"])
+        self.labels = _as_model_dtype(np.asarray(arrays["y"]), float_dtype) if "y" in arrays else None
+        self.partition_rows = list(partition_rows)
+        self.held = list(held)
+        self.world_size = world_size
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.partition_rows)
+
+    @property
+    def local_rows(self) -> int:
+        return sum(stop - start for _, start, stop in self.held)
+
+    def _batch(self, positions: np.ndarray, global_rows: int) -> KerasBatch:
+        labels = _take(self.labels, positions) if self.labels is not None else None
+        return model_inputs([_take(x, positions) for x in self.features]), labels, global_rows
+
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
+                      max_steps: Optional[int]) -> Iterator[KerasBatch]:
+        plan = steps.held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch)
+        for step, positions in enumerate(plan[:max_steps]):
+            yield self._batch(positions, min(batch_size, self.total_rows - step * batch_size))
+
+    def eval_batches(self, batch_size: int) -> Iterator[KerasBatch]:
+        """This worker's rows in order, in local batches (no step is shared, so sizes may differ)."""
+        local = max(1, batch_size // self.world_size)
+        for start in range(0, self.local_rows, local):
+            positions = np.arange(start, min(start + local, self.local_rows))
+            yield self._batch(positions, len(positions))
+
+    def sample(self) -> KerasBatch:
+        """A batch of at most one row, to build metrics and check shapes."""
+        return self._batch(np.arange(min(1, self.local_rows)), 1)
+
+
+class DatasetFeed:
+    """A tf.data pipeline every worker builds in full and takes its slice of (see
+    :mod:`zoo_lite.learn.tf2.datasets`); ``build(epoch)`` gives the unbatched dataset of an epoch."""
+
+    def __init__(self, build: Any, total_rows: int, rank: int, world_size: int) -> None:
+        self.build = build
+        self.total_rows = total_rows
+        self.rank = rank
+        self.world_size = world_size
+
+    def _batches(self, batch_size: int, epoch: int, max_steps: Optional[int], world_size: int, rank: int) -> Iterator[KerasBatch]:
+        from zoo_lite.learn.tf2.datasets import worker_dataset
+
+        for features, labels, rows in worker_dataset(self.build(epoch), batch_size, rank, world_size, max_steps):
+            yield features, (labels if not isinstance(labels, tuple) or labels else None), int(rows)
+
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
+                      max_steps: Optional[int]) -> Iterator[KerasBatch]:
+        return self._batches(batch_size, epoch, max_steps, self.world_size, self.rank)
+
+    def eval_batches(self, batch_size: int) -> Iterator[KerasBatch]:
+        for features, labels, _ in self._batches(batch_size, 0, None, self.world_size, self.rank):
+            yield features, labels, 0
+
+    def sample(self) -> KerasBatch:
+        for features, labels, _ in self._batches(1, 0, 1, 1, 0):
+            return features, labels, 1
+        raise AssertionError("an empty dataset is refused when it is loaded")

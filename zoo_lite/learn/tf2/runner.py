@@ -1,0 +1,395 @@
+"""The per-worker Keras runner: a distributed training loop over the model's own layers, optimizer,
+loss and metrics.
+
+Keras 3's ``model.fit`` fails under ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585), so
+the runner drives the strategy itself: each step runs ``strategy.run`` inside a ``tf.function``;
+the worker's loss is the *sum* of its per-row losses divided by the global batch's rows, and
+``optimizer.apply_gradients`` in replica context sums the gradients over the workers (Keras 3.15
+does; measured in issue 5), so every worker applies the global batch's mean gradient, exactly as
+one process would, whatever each worker's share. The workers' ``TF_CONFIG`` comes from the
+addresses their actors reported.
+
+Metrics are Keras' compiled metrics, kept outside the strategy (plain variables) and summed over
+the workers at the end of an epoch, which is exact for Keras' metrics (their states are totals
+and counts). Keras callbacks run here with the aggregated logs; see :mod:`zoo_lite.learn.tf2.callbacks`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base.checkpoints import checkpoint_path
+from zoo_lite.learn.base.worker_group import WorkerInfo
+from zoo_lite.learn.tf2.callbacks import callbacks_for_rank, wants_batch_logs
+from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
+from zoo_lite.learn.tf2.specs import KerasSpec, load_state_into, state_from_bytes, state_to_bytes
+
+__all__ = ["KerasRunner", "per_row_loss"]
+
+#: seconds between progress snapshots sent to the driver
+_PUBLISH_INTERVAL_S = 0.2
+
+
+def per_row_loss(model: Any) -> tuple[Callable[[Any, Any], Any], bool, str]:
+    """The compiled loss as a function giving one value per row (or per element), whether it is a
+    sum rather than a mean (a Loss with ``reduction="sum"``), and its name."""
+    import keras
+
+    loss = model.loss
+    if isinstance(loss, (list, tuple)) and len(loss) == 1:
+        loss = loss[0]
+    if isinstance(loss, (list, tuple, dict)):
+        raise InvalidArgumentError(
+            f"the model is compiled with {len(loss)} losses; zoo_lite's Keras Estimator trains models with one output "
+            "and one loss"
+        )
+    name = loss if isinstance(loss, str) else getattr(loss, "name", None) or getattr(loss, "__name__", type(loss).__name__)
+    if isinstance(loss, str):
+        loss = keras.losses.get(loss)
+    if isinstance(loss, keras.losses.Loss):
+        return loss.call, loss.reduction == "sum", name
+    if callable(loss):
+        return loss, False, name
+    raise InvalidArgumentError(f"the model's loss {loss!r} is not a Keras loss, a loss name or a function (y_true, y_pred)")
+
+
+def _check_label_shape(labels: Any, output: Any, loss_name: str) -> None:
+    """Labels must match the model's output per row, except class indices for a sparse loss."""
+    label_width = int(np.prod(labels.shape[1:])) if len(labels.shape) > 1 else 1
+    output_width = int(np.prod(output.shape[1:])) if len(output.shape) > 1 else 1
+    if label_width == output_width or (label_width == 1 and "sparse" in loss_name.lower()):
+        return
+    raise InvalidArgumentError(
+        f"label_cols: the labels have shape {tuple(labels.shape[1:])} per row but the model's output has "
+        f"{tuple(output.shape[1:])}; give as many label columns (or an array column of that width) as the model has "
+        "outputs, or use a sparse loss for class indices"
+    )
+
+
+class KerasRunner:
+    """One training worker. The Estimator calls its methods through the worker group."""
+
+    def __init__(self, spec: KerasSpec, info: WorkerInfo) -> None:
+        import tensorflow as tf
+
+        # thread pools can only be sized before TensorFlow's runtime starts
+        tf.config.threading.set_intra_op_parallelism_threads(info.num_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(min(2, info.num_threads))
+        self.spec = spec
+        self.info = info
+        self.rank = info.rank
+        self.world_size = info.world_size
+        self.config = spec.config
+        self.strategy: Any = None
+        self.model: Any = None
+        self.epoch = 0
+        self.feeds: dict[str, Any] = {}
+        self.callbacks: Any = None
+        self.model_dir: Optional[str] = None
+        self.progress: dict[str, Any] = {}
+        self._published_at = 0.0
+        self._steps: dict[str, Any] = {}
+        self._batch_logs_wanted = False
+
+    # -- group plumbing ---------------------------------------------------------------------------
+
+    def connect(self, addresses: list[tuple[str, int]]) -> None:
+        """Start the collective runtime with every worker's address, then build the model under it."""
+        import tensorflow as tf
+
+        if self.world_size > 1:
+            os.environ["TF_CONFIG"] = json.dumps({
+                "cluster": {"worker": [f"{host}:{port}" for host, port in addresses]},
+                "task": {"type": "worker", "index": self.rank},
+            })
+            options = tf.distribute.experimental.CommunicationOptions(
+                implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+                timeout_seconds=float(self.config.get("collective_timeout_s", 1800)))
+            self.strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        else:
+            self.strategy = tf.distribute.get_strategy()
+        with self.strategy.scope():
+            self.model = self.spec.build_model()
+            self.model.optimizer.build(self.model.trainable_variables)
+        self.loss_fn, self.loss_is_sum, self.loss_name = per_row_loss(self.model)
+        self.metrics = self.model._compile_metrics   # Keras' own container of the compiled metrics
+        self.float_dtype = str(self.model.compute_dtype)
+        self._totals = tf.Variable(tf.zeros(2, tf.float64), trainable=False)   # (loss sum, rows) of this worker
+
+    def close(self) -> None:
+        self.feeds.clear()
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def get_state(self) -> bytes:
+        return state_to_bytes(self.model, self.epoch)
+
+    def set_state(self, blob: bytes) -> None:
+        keras_bytes, self.epoch = state_from_bytes(blob)
+        with self.strategy.scope():
+            load_state_into(self.model, keras_bytes)
+
+    # -- data -------------------------------------------------------------------------------------
+
+    def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int],
+                  one_row: tuple[Any, int, int, int]) -> int:
+        """Take this worker's rows out of Ray's object store: ``(object ref, partition, start, stop)``
+        ranges, where ``partition_rows`` are the row counts of every partition of the data. A
+        worker without rows reads ``one_row`` for the arrays' shapes: it still runs every step."""
+        from zoo_lite.data import convert
+        from zoo_lite.data.ray_xshards import shards_of_ranges
+
+        if held:
+            arrays = convert.concat_model_arrays(shards_of_ranges(held))
+        else:
+            first = convert.concat_model_arrays(shards_of_ranges([one_row]))
+            arrays = {"x": tuple(x[:0] for x in first["x"]), **({"y": first["y"][:0]} if "y" in first else {})}
+        ranges = [(partition, start, stop) for _, partition, start, stop in held]
+        self.feeds[key] = HeldRowsFeed(arrays, partition_rows, ranges, self.world_size, self.float_dtype)
+        self._check_feed(self.feeds[key])
+        return self.feeds[key].local_rows
+
+    def load_dataset(self, key: str, data: Any, batch_size: int, shuffle: Optional[bool]) -> int:
+        """A tf.data pipeline (a :class:`DatasetGraph` or a creator) every worker builds; returns its rows."""
+        from zoo_lite.learn.tf2 import datasets
+
+        seed = self.spec.seed
+        if isinstance(data, datasets.DatasetGraph):
+            shipped: Optional[datasets.DatasetGraph] = data
+        else:
+            shipped = datasets.creator_graph(data, self.config, batch_size, seed)
+        if shipped is not None:
+            build = lambda epoch: shipped.dataset(seed, epoch)  # noqa: E731
+        else:   # a creator with Python ops: run it again each epoch, with the same global seed everywhere
+            build = lambda epoch: datasets.run_creator(data, self.config, batch_size, seed + epoch).unbatch()  # noqa: E731
+        rows = datasets.count_rows(build(0))
+        self.feeds[key] = DatasetFeed(build, rows, self.rank, self.world_size)
+        if rows:
+            self._check_feed(self.feeds[key])
+        return rows
+
+    def _check_feed(self, feed: Any) -> None:
+        """Build the metrics and check the labels' shape on one row (before any collective step)."""
+        features, labels, _ = feed.sample()
+        output = self.model(features, training=False)
+        if labels is not None and not isinstance(output, (list, tuple, dict)):
+            _check_label_shape(labels, output, self.loss_name)
+            if self.metrics is not None and not self.metrics.built:
+                self.metrics.build(labels, output)
+
+    # -- the compiled steps -----------------------------------------------------------------------
+
+    def _row_losses(self, labels: Any, output: Any, class_weights: Any) -> tuple[Any, Any]:
+        """(summed loss of these rows, elements per row) for the loss function."""
+        import tensorflow as tf
+
+        values = self.loss_fn(labels, output)
+        values = tf.cast(values, tf.float32)
+        if values.shape.rank == 0:   # a function that already took the mean over its rows
+            return values * tf.cast(tf.shape(output)[0], tf.float32), 1.0
+        if class_weights is not None:
+            values = values * _row_weights(labels, class_weights)
+        per_row = 1.0 if values.shape.rank == 1 else float(np.prod(values.shape[1:]))
+        return tf.reduce_sum(values), per_row
+
+    def _train_step_function(self, class_weights: Any) -> Callable[..., Any]:
+        import tensorflow as tf
+
+        model, strategy, world = self.model, self.strategy, float(self.world_size)
+
+        def replica_step(features: Any, labels: Any, global_rows: Any) -> tuple[Any, Any]:
+            with tf.GradientTape() as tape:
+                output = model(features, training=True)
+                summed, per_row = self._row_losses(labels, output, class_weights)
+                denominator = 1.0 if self.loss_is_sum else tf.cast(global_rows, tf.float32) * per_row
+                loss = summed / denominator
+                if model.losses:   # regularisation: each worker adds its share, the sum is one copy
+                    loss += tf.add_n(model.losses) / world
+            gradients = tape.gradient(loss, model.trainable_variables)
+            model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+            return output, summed
+
+        @tf.function(reduce_retracing=True)
+        def train_step(features: Any, labels: Any, global_rows: Any) -> None:
+            output, summed = strategy.run(replica_step, args=(features, labels, global_rows))
+            output = strategy.experimental_local_results(output)[0]
+            summed = strategy.experimental_local_results(summed)[0]
+            self._update_totals(labels, output, summed)
+
+        return train_step
+
+    def _update_totals(self, labels: Any, output: Any, summed: Any) -> None:
+        import tensorflow as tf
+
+        if self.metrics is not None:
+            self.metrics.update_state(labels, output)
+        rows = tf.cast(tf.shape(output)[0], tf.float64)
+        self._totals.assign_add(tf.stack([tf.cast(summed, tf.float64), rows]))
+
+    def _eval_step_function(self) -> Callable[..., Any]:
+        import tensorflow as tf
+
+        @tf.function(reduce_retracing=True)
+        def eval_step(features: Any, labels: Any) -> None:
+            output = self.model(features, training=False)
+            summed, _ = self._row_losses(labels, output, None)
+            self._update_totals(labels, output, summed)
+
+        return eval_step
+
+    def _step(self, name: str, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+        if name not in self._steps:
+            self._steps[name] = make()
+        return self._steps[name]
+
+    def _sum(self, values: np.ndarray) -> np.ndarray:
+        """Element-wise sum over the workers (a collective: every worker must call it)."""
+        if self.world_size == 1:
+            return values
+        return self._step("sum", self._sum_function)(values).numpy()
+
+    def _sum_function(self) -> Callable[..., Any]:
+        import tensorflow as tf
+
+        strategy = self.strategy
+
+        @tf.function(reduce_retracing=True)
+        def summed(values: Any) -> Any:
+            reduced = strategy.run(lambda v: tf.distribute.get_replica_context().all_reduce("sum", tf.identity(v)), args=(values,))
+            return strategy.experimental_local_results(reduced)[0]
+
+        return summed
+
+    def _reset_totals(self) -> None:
+        self._totals.assign(np.zeros(2))
+        if self.metrics is not None:
+            self.metrics.reset_state()
+
+    def _aggregated_logs(self, prefix: str = "") -> dict[str, float]:
+        """Loss and metrics over every worker's rows since the last reset (a collective)."""
+        variables = list(self.metrics.variables) if self.metrics is not None and self.metrics.built else []
+        local = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in variables] + [self._totals.numpy()]
+        summed = self._sum(np.concatenate(local))
+        offset = 0
+        for variable, values in zip(variables, local):
+            variable.assign(summed[offset:offset + values.size].reshape(variable.shape).astype(variable.dtype))
+            offset += values.size
+        loss_sum, rows = summed[-2:]
+        logs = {f"{prefix}loss": float(loss_sum / max(rows, 1.0))}
+        if variables:
+            logs.update({f"{prefix}{name}": float(value) for name, value in self.metrics.result().items()})
+        return logs
+
+    # -- training ---------------------------------------------------------------------------------
+
+    def begin_fit(self, callbacks: list[Any], epochs: int, steps: int, model_dir: Optional[str]) -> None:
+        import keras
+
+        self.progress = {}
+        self.info.publish_progress({})   # the driver's display must not show the previous fit
+        self._published_at = 0.0
+        self.model_dir = model_dir
+        self.model.stop_training = False
+        mine = callbacks_for_rank(callbacks, self.rank)
+        self._batch_logs_wanted = wants_batch_logs(mine)
+        self.callbacks = keras.callbacks.CallbackList(mine, add_history=False, add_progbar=False, model=self.model,
+                                                      verbose=0, epochs=epochs, steps=steps)
+        self.callbacks.on_train_begin()
+
+    def end_fit(self, logs: dict[str, Any]) -> None:
+        self.callbacks.on_train_end(logs)
+        self.callbacks = None
+
+    def train_epoch(self, key: str, batch_size: int, val_key: Optional[str], epoch_index: int,
+                    class_weight: Optional[dict[int, float]], steps_per_epoch: Optional[int],
+                    validation_steps: Optional[int]) -> dict[str, Any]:
+        """One epoch over the feed ``key`` (and validation on ``val_key``); the logs are equal on all
+        workers, with ``stop_training`` set when a callback asked to stop. ``epoch_index`` is the
+        epoch as Keras callbacks count it; ``self.epoch`` counts every epoch trained (it seeds the
+        shuffle and names checkpoints)."""
+        feed = self.feeds[key]
+        class_weights = _class_weight_table(class_weight)
+        step = self._step(f"train-{class_weight!r}", lambda: self._train_step_function(class_weights))
+        started = time.monotonic()
+        self._reset_totals()
+        self.callbacks.on_epoch_begin(epoch_index)
+        fit_steps = self.progress.get("fit_step", 0)
+        for batch_index, (features, labels, global_rows) in enumerate(
+                feed.train_batches(batch_size, True, self.spec.seed, self.epoch, steps_per_epoch)):
+            self.callbacks.on_train_batch_begin(batch_index)
+            step(features, labels, np.int64(global_rows))
+            self._after_step(batch_index, fit_steps, started)
+        logs = self._aggregated_logs()
+        if val_key is not None:
+            self.callbacks.on_test_begin()
+            val_logs = self.validate(val_key, batch_size, validation_steps, prefix="val_")
+            self.callbacks.on_test_end(val_logs)
+            logs.update(val_logs)
+        self.callbacks.on_epoch_end(epoch_index, logs)
+        self.epoch += 1
+        if self.rank == 0 and self.model_dir:
+            self._write_checkpoint(checkpoint_path(self.model_dir, self.epoch))
+        return {**logs, "stop_training": bool(self.model.stop_training), "epoch_time_s": time.monotonic() - started}
+
+    def _after_step(self, batch_index: int, fit_steps: int, started: float) -> None:
+        now = time.monotonic()
+        publish = self.rank == 0 and now - self._published_at >= _PUBLISH_INTERVAL_S
+        batch_logs: dict[str, Any] = {}
+        if publish or self._batch_logs_wanted:
+            loss_sum, rows = self._totals.numpy()
+            batch_logs = {"loss": float(loss_sum / max(rows, 1.0))}
+            if publish:
+                self._published_at = now
+                self.progress = {"step": fit_steps + batch_index + 1, "fit_step": fit_steps + batch_index + 1,
+                                 "loss": batch_logs["loss"], "samples_per_s": rows * self.world_size / max(now - started, 1e-9)}
+                self.info.publish_progress(dict(self.progress))
+        self.progress["fit_step"] = fit_steps + batch_index + 1
+        self.callbacks.on_train_batch_end(batch_index, batch_logs)
+
+    def _write_checkpoint(self, path: str) -> None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path + ".tmp", "wb") as file:
+            file.write(self.get_state())
+        os.replace(path + ".tmp", path)   # a reader never sees a half-written checkpoint
+
+    # -- evaluation -------------------------------------------------------------------------------
+
+    def validate(self, key: str, batch_size: int, max_steps: Optional[int] = None, prefix: str = "") -> dict[str, Any]:
+        """Loss and metrics over the feed ``key``, aggregated over all workers."""
+        feed = self.feeds[key]
+        step = self._step("eval", self._eval_step_function)
+        self._reset_totals()
+        local_batches = feed.eval_batches(batch_size)
+        for index, (features, labels, _) in enumerate(local_batches):
+            if max_steps is not None and index >= math.ceil(max_steps):
+                break
+            if labels is None:
+                raise InvalidArgumentError("evaluate: the data has no labels; give label_cols, or (features, labels) elements")
+            step(features, labels)
+        return self._aggregated_logs(prefix)
+
+
+def _class_weight_table(class_weight: Optional[dict[int, float]]) -> Optional[np.ndarray]:
+    """``{class: weight}`` as a lookup table indexed by class (missing classes weigh 1)."""
+    if not class_weight:
+        return None
+    table = np.ones(max(int(k) for k in class_weight) + 1, dtype=np.float32)
+    for label, weight in class_weight.items():
+        table[int(label)] = float(weight)
+    return table
+
+
+def _row_weights(labels: Any, table: np.ndarray) -> Any:
+    """Each row's class weight: its class is the label, or the largest entry of a one-hot label."""
+    import tensorflow as tf
+
+    classes = tf.argmax(labels, axis=-1) if labels.shape.rank > 1 and labels.shape[-1] > 1 else tf.reshape(labels, [-1])
+    classes = tf.clip_by_value(tf.cast(classes, tf.int32), 0, len(table) - 1)
+    return tf.gather(tf.constant(table), classes)

@@ -1,0 +1,125 @@
+"""What the user passes to ``from_keras``, checked on the driver and turned into a recipe every
+worker rebuilds the model from: Keras' own ``.keras`` format for a model object, or the user's
+``model_creator``; plus the state format the driver and the workers exchange (model, optimizer
+state and epoch counter in one zip, also used for checkpoint files)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from zoo_lite.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import keras
+
+__all__ = ["KerasSpec", "model_to_bytes", "model_from_bytes", "state_to_bytes", "state_from_bytes",
+           "load_state_into", "check_compiled"]
+
+_MODEL_ENTRY, _STATE_ENTRY = "model.keras", "state.json"
+
+
+def model_to_bytes(model: "keras.Model") -> bytes:
+    """The model in Keras' ``.keras`` format (architecture, compile config, weights, optimizer state)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.keras")
+        model.save(path)
+        with open(path, "rb") as file:
+            return file.read()
+
+
+def model_from_bytes(blob: bytes, compile: bool = True) -> "keras.Model":
+    """A model from :func:`model_to_bytes`' output."""
+    import keras
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.keras")
+        with open(path, "wb") as file:
+            file.write(blob)
+        return keras.models.load_model(path, compile=compile)
+
+
+def state_to_bytes(model: "keras.Model", epoch: int) -> bytes:
+    """Model, optimizer state and the epoch counter as one zip (the checkpoint format)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr(_MODEL_ENTRY, model_to_bytes(model))
+        archive.writestr(_STATE_ENTRY, json.dumps({"epoch": int(epoch)}))
+    return buffer.getvalue()
+
+
+def state_from_bytes(blob: bytes) -> tuple[bytes, int]:
+    """(``.keras`` bytes, epoch) of :func:`state_to_bytes`' output."""
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        return archive.read(_MODEL_ENTRY), int(json.loads(archive.read(_STATE_ENTRY))["epoch"])
+
+
+def load_state_into(model: "keras.Model", keras_bytes: bytes) -> None:
+    """Weights and optimizer state of a ``.keras`` blob into ``model`` (same architecture), in place."""
+    if model.optimizer is not None:
+        model.optimizer.build(model.trainable_variables)   # an unbuilt optimizer would skip its state
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "state.keras")
+        with open(path, "wb") as file:
+            file.write(keras_bytes)
+        model.load_weights(path)
+
+
+def check_compiled(model: Any, where: str) -> None:
+    """A built, compiled ``keras.Model`` with one loss, or a clear error."""
+    import keras
+
+    if not isinstance(model, keras.Model):
+        raise InvalidArgumentError(f"{where} is a {type(model).__name__}; it must be a keras.Model (Keras 3)")
+    if not model.built:
+        raise InvalidArgumentError(
+            f"{where}: the model {model.name!r} is not built; give it an input shape (keras.Input(shape=...) or a first "
+            "layer with input_shape) so that its weights exist before training"
+        )
+    if getattr(model, "optimizer", None) is None or getattr(model, "loss", None) is None:
+        raise InvalidArgumentError(
+            f"{where}: the model {model.name!r} is not compiled; call model.compile(optimizer=..., loss=...) first, "
+            "or pass compile_args_creator=lambda config: {'optimizer': ..., 'loss': ...}"
+        )
+
+
+@dataclass(frozen=True)
+class KerasSpec:
+    """Everything a worker needs to build its copy of the model."""
+
+    model_bytes: Optional[bytes]
+    model_creator: Optional[Callable[[dict], Any]]
+    compile_args_creator: Optional[Callable[[dict], dict]]
+    config: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def build_model(self) -> "keras.Model":
+        """The compiled model (call under the distribution strategy's scope on a worker)."""
+        import keras
+
+        keras.utils.set_random_seed(self.seed)
+        if self.model_bytes is not None:
+            model = model_from_bytes(self.model_bytes)
+        else:
+            assert self.model_creator is not None
+            model = self.model_creator(self.config)
+            if not isinstance(model, keras.Model):
+                raise InvalidArgumentError(
+                    f"model_creator {getattr(self.model_creator, '__name__', self.model_creator)!r} returned a "
+                    f"{type(model).__name__}; it must return a keras.Model"
+                )
+        if self.compile_args_creator is not None:
+            compile_args = self.compile_args_creator(self.config)
+            if not isinstance(compile_args, dict):
+                raise InvalidArgumentError(
+                    f"compile_args_creator returned a {type(compile_args).__name__}; it must return a dict of "
+                    "model.compile arguments, e.g. {'optimizer': 'sgd', 'loss': 'mse'}"
+                )
+            model.compile(**compile_args)
+        check_compiled(model, "model_creator's model" if self.model_creator is not None else "model")
+        return model
