@@ -179,9 +179,12 @@ def _input_kinds(spark):
     }
 
 
-def test_every_data_input_kind_trains_and_evaluates(two_workers) -> None:
+def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> None:
     est = linear_estimator()
+    start = str(tmp_path / "start.weights.h5")
+    est.save_weights(start)
     for name, (data, columns) in _input_kinds(two_workers).items():
+        est.load_weights(start)   # every kind trains from the same start
         before = est.evaluate(data, batch_size=16, **columns)["loss"]
         history = est.fit(data, epochs=8, batch_size=16, verbose=0, **columns)
         assert len(history["loss"]) == 8, name
@@ -356,7 +359,7 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
     spark = two_workers
     est = linear_estimator()
     shards = regression_shards(10, [5, 5])
-    df = spark.createDataFrame(pd.DataFrame({"a": [1.0, 2.0], "b": [1.0, 0.0], "y": [0.0, 1.0], "z": [1.0, 1.0]}))
+    df = spark.createDataFrame(pd.DataFrame({"a": [[1.0, 2.0], [0.0, 1.0]], "y": [0.0, 1.0]}))
     with pytest.raises(InvalidArgumentError, match=r"label_cols: the labels have shape \(2,\) per row but the model's output has \(1,\)"):
         est.fit(spark.createDataFrame(pd.DataFrame({"x": [[1.0, 2.0], [2.0, 1.0]], "y": [0.0, 1.0], "z": [1.0, 1.0]})),
                 feature_cols=["x"], label_cols=["y", "z"], verbose=0)

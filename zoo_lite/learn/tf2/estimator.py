@@ -365,8 +365,8 @@ def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
     if spec.compile_args_creator is not None:
         model.compile(**spec.compile_args_creator(spec.config))
     check_compiled(model, "model")
-    blob = model_to_bytes(model)
     try:
+        blob = model_to_bytes(model)
         model_from_bytes(blob)
     except Exception as error:  # noqa: BLE001 - Keras raises many kinds here; all mean the same to the user
         raise InvalidArgumentError(

@@ -216,7 +216,6 @@ class KerasRunner:
             model.optimizer.apply_gradients(zip(gradients, model.trainable_variables))
             return output, summed
 
-        @tf.function(reduce_retracing=True)
         def train_step(features: Any, labels: Any, global_rows: Any) -> None:
             output, summed = strategy.run(replica_step, args=(features, labels, global_rows))
             output = strategy.experimental_local_results(output)[0]
@@ -236,7 +235,6 @@ class KerasRunner:
     def _eval_step_function(self) -> Callable[..., Any]:
         import tensorflow as tf
 
-        @tf.function(reduce_retracing=True)
         def eval_step(features: Any, labels: Any) -> None:
             output = self.model(features, training=False)
             summed, _ = self._row_losses(labels, output, None)
@@ -244,23 +242,28 @@ class KerasRunner:
 
         return eval_step
 
-    def _step(self, name: str, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
-        if name not in self._steps:
-            self._steps[name] = make()
-        return self._steps[name]
+    def _step(self, name: str, make: Callable[[], Callable[..., Any]], *example: Any) -> Callable[..., Any]:
+        """``make()`` compiled for arguments shaped like ``example`` with any number of rows: one
+        trace, whatever the size of each worker's share of a step."""
+        import tensorflow as tf
+
+        signature = [tf.nest.map_structure(_any_rows_spec, argument) for argument in example]
+        key = f"{name} {signature!r}"
+        if key not in self._steps:
+            self._steps[key] = tf.function(make(), input_signature=signature)
+        return self._steps[key]
 
     def _sum(self, values: np.ndarray) -> np.ndarray:
         """Element-wise sum over the workers (a collective: every worker must call it)."""
         if self.world_size == 1:
             return values
-        return self._step("sum", self._sum_function)(values).numpy()
+        return self._step("sum", self._sum_function, values)(values).numpy()
 
     def _sum_function(self) -> Callable[..., Any]:
         import tensorflow as tf
 
         strategy = self.strategy
 
-        @tf.function(reduce_retracing=True)
         def summed(values: Any) -> Any:
             reduced = strategy.run(lambda v: tf.distribute.get_replica_context().all_reduce("sum", tf.identity(v)), args=(values,))
             return strategy.experimental_local_results(reduced)[0]
@@ -316,7 +319,6 @@ class KerasRunner:
         shuffle and names checkpoints)."""
         feed = self.feeds[key]
         class_weights = _class_weight_table(class_weight)
-        step = self._step(f"train-{class_weight!r}", lambda: self._train_step_function(class_weights))
         started = time.monotonic()
         self._reset_totals()
         self.callbacks.on_epoch_begin(epoch_index)
@@ -324,6 +326,9 @@ class KerasRunner:
         for batch_index, (features, labels, global_rows) in enumerate(
                 feed.train_batches(batch_size, True, self.spec.seed, self.epoch, steps_per_epoch)):
             self.callbacks.on_train_batch_begin(batch_index)
+            if batch_index == 0:   # every batch of a feed has the same signature
+                step = self._step(f"train {class_weight!r}", lambda: self._train_step_function(class_weights),
+                                  features, labels, np.int64(global_rows))
             step(features, labels, np.int64(global_rows))
             self._after_step(batch_index, fit_steps, started)
         logs = self._aggregated_logs()
@@ -364,7 +369,6 @@ class KerasRunner:
     def validate(self, key: str, batch_size: int, max_steps: Optional[int] = None, prefix: str = "") -> dict[str, Any]:
         """Loss and metrics over the feed ``key``, aggregated over all workers."""
         feed = self.feeds[key]
-        step = self._step("eval", self._eval_step_function)
         self._reset_totals()
         local_batches = feed.eval_batches(batch_size)
         for index, (features, labels, _) in enumerate(local_batches):
@@ -372,8 +376,19 @@ class KerasRunner:
                 break
             if labels is None:
                 raise InvalidArgumentError("evaluate: the data has no labels; give label_cols, or (features, labels) elements")
+            if index == 0:
+                step = self._step("eval", self._eval_step_function, features, labels)
             step(features, labels)
         return self._aggregated_logs(prefix)
+
+
+def _any_rows_spec(value: Any) -> Any:
+    """The TensorSpec of ``value`` with its first (row) dimension left open."""
+    import tensorflow as tf
+
+    value = value if hasattr(value, "dtype") else np.asarray(value)
+    shape, dtype = list(value.shape), tf.as_dtype(value.dtype)
+    return tf.TensorSpec([None, *shape[1:]] if shape else [], dtype)
 
 
 def _class_weight_table(class_weight: Optional[dict[int, float]]) -> Optional[np.ndarray]:
