@@ -18,7 +18,7 @@ CORE = [
 ]
 EXTRAS = {
     "torch": ["torch>=2.2", "torchmetrics>=1.0", "tqdm>=4.60", "tensorboard>=2.14"],
-    "tf": ["tensorflow-cpu>=2.16", "keras>=3"],
+    "tf": ["tensorflow-cpu>=2.16", "keras>=3", "tqdm>=4.60"],
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8"],
     "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4"],
 }

@@ -44,13 +44,19 @@ def test_the_watchdog_imports_only_the_standard_library_and_psutil():
 
 @pytest.mark.parametrize("module", ["zoo_lite.learn.base.steps", "zoo_lite.learn.base.worker_group",
                                     "zoo_lite.learn.base.data_inputs", "zoo_lite.learn.base.callbacks",
-                                    "zoo_lite.learn.base.checkpoints", "zoo_lite.learn.base.progress"])
+                                    "zoo_lite.learn.base.checkpoints", "zoo_lite.learn.base.progress",
+                                    "zoo_lite.learn.base.estimator", "zoo_lite.learn.base.predict",
+                                    "zoo_lite.learn.base.creators", "zoo_lite.learn.base.host_exchange"])
 def test_the_shared_learn_machinery_imports_no_ml_framework(module):
     assert not _imported_after(f"import {module}") & {"torch", "tensorflow", "keras"}
 
 
 def test_the_pytorch_estimator_imports_no_tensorflow_or_keras():
     assert not _imported_after("import zoo_lite.learn.pytorch") & {"tensorflow", "keras"}
+
+
+def test_the_keras_estimator_imports_no_torch():
+    assert not _imported_after("import zoo_lite.learn.tf2") & {"torch"}
 
 
 def test_shipping_user_code_imports_no_engine_until_used():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 
@@ -85,5 +86,106 @@ def test_pytorch_data_creator_snippets_run_unchanged_in_both_signatures(sc):
         later = est.fit(data=later_form_creator, epochs=2, batch_size=32)
         assert [h["num_samples"] for h in guide + later] == [64] * 4
         assert est.evaluate(data=train_data_creator)["num_samples"] == 64
+    finally:
+        est.shutdown()
+
+
+def _digit_records():
+    """Offline stand-in for ``tfds.load(name="mnist", split="train")``: the same element form
+    ({"image": uint8 (h, w, 1), "label": int64}), from scikit-learn's 8x8 digits."""
+    import tensorflow as tf
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = (digits.images * 16).clip(0, 255).astype("uint8")[..., None]
+    return tf.data.Dataset.from_tensor_slices({"image": images, "label": digits.target.astype("int64")})
+
+
+def _digits_classifier():
+    import keras
+
+    model = keras.Sequential([keras.Input(shape=(8, 8, 1)), keras.layers.Flatten(), keras.layers.Dense(10)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    return model
+
+
+def test_tensorflow_dataset_to_keras_estimator_snippet_runs_unchanged(sc):
+    import tensorflow as tf
+
+    model = _digits_classifier()
+
+    def preprocess(data):
+        return tf.cast(data["image"], tf.float32) / 255., data["label"]
+
+    # --- documented usage, unchanged (the tfds.load line replaced by its offline stand-in) ---
+    from zoo_lite.learn.tf2 import Estimator
+    dataset = _digit_records()               # tfds.load(name="mnist", split="train", data_dir=dataset_dir)
+    dataset = dataset.map(preprocess)        # preprocess(data) -> (image / 255., label)
+    dataset = dataset.shuffle(1000)          # unbatched; the Estimator batches and shards it
+    est = Estimator.from_keras(keras_model=model)          # keyword form
+    est.fit(data=dataset)                    # batch_size and epochs take their defaults
+    # --- end of documented usage ---
+
+    try:
+        history = est.fit(data=dataset, epochs=3)
+        assert history["accuracy"][-1] > history["accuracy"][0]
+        assert est.evaluate(dataset)["accuracy"] > 0.5
+    finally:
+        est.shutdown()
+
+
+def test_keras_data_creator_snippet_runs_unchanged_in_both_signatures(sc):
+    import tensorflow as tf
+
+    def preprocess(data):
+        return tf.cast(data["image"], tf.float32) / 255., data["label"]
+
+    from zoo_lite.learn.tf2 import Estimator
+
+    # --- documented usage, unchanged: the guide's form ---
+    def train_data_creator(config):
+        dataset = _digit_records().map(preprocess)   # tf.data.Dataset
+        return dataset.batch(config["batch_size"])
+    # --- end of documented usage ---
+
+    def later_form_creator(config, batch_size):
+        return _digit_records().map(preprocess).batch(batch_size)
+
+    est = Estimator.from_keras(model_creator=lambda config: _digits_classifier(), config={"batch_size": 64})
+    try:
+        guide = est.fit(data=train_data_creator, epochs=2)
+        later = est.fit(data=later_form_creator, epochs=2, batch_size=32)
+        assert len(guide["loss"]) == len(later["loss"]) == 2
+        assert later["loss"][-1] < guide["loss"][0]
+    finally:
+        est.shutdown()
+
+
+def test_spark_dataframe_to_keras_estimator_snippet_runs_unchanged(spark, tmp_path):
+    import keras
+
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 20, 400), rng.integers(0, 30, 400)
+    pd.DataFrame({"user": users, "item": items, "label": ((users + items) % 2).astype("float32")}).to_parquet(tmp_path / "data.parquet")
+    user, item = keras.Input(shape=(1,), dtype="int64"), keras.Input(shape=(1,), dtype="int64")
+    joined = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(20, 4)(user)),
+                                         keras.layers.Flatten()(keras.layers.Embedding(30, 4)(item))])
+    model = keras.Model([user, item], keras.layers.Dense(1, activation="sigmoid")(joined))
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    data_parquet = str(tmp_path / "data.parquet")   # the JVM resolves relative paths from its own start directory
+
+    # --- documented usage, unchanged (the path in a variable) ---
+    from zoo_lite.learn.tf2 import Estimator
+    df = spark.read.parquet(data_parquet)
+    est = Estimator.from_keras(keras_model=model)   # the model takes two inputs
+    est.fit(data=df, feature_cols=['user', 'item'], label_cols=['label'])
+    # --- end of documented usage ---
+
+    try:
+        history = est.fit(data=df, feature_cols=['user', 'item'], label_cols=['label'], epochs=5)
+        assert history["loss"][-1] < history["loss"][0]
+        predicted = est.predict(df, feature_cols=["user", "item"])
+        assert predicted.columns == ["user", "item", "label", "prediction"] and predicted.count() == 400
     finally:
         est.shutdown()

@@ -53,11 +53,19 @@ def per_row_loss(model: Any) -> tuple[Callable[[Any, Any], Any], bool, str]:
     name = loss if isinstance(loss, str) else getattr(loss, "name", None) or getattr(loss, "__name__", type(loss).__name__)
     if isinstance(loss, str):
         loss = keras.losses.get(loss)
-    if isinstance(loss, keras.losses.Loss):
-        return loss.call, loss.reduction == "sum", name
-    if callable(loss):
-        return loss, False, name
-    raise InvalidArgumentError(f"the model's loss {loss!r} is not a Keras loss, a loss name or a function (y_true, y_pred)")
+    if not isinstance(loss, keras.losses.Loss):
+        if not callable(loss):
+            raise InvalidArgumentError(f"the model's loss {loss!r} is not a Keras loss, a loss name or a function (y_true, y_pred)")
+        # as compile() does: a function is wrapped so that labels get the output's rank (not public API)
+        from keras.src.losses.losses import LossFunctionWrapper
+
+        loss = LossFunctionWrapper(loss, name=name)
+
+    def per_row(y_true: Any, y_pred: Any) -> Any:
+        # Loss.__call__ without its reduction: the same dtype handling, one value per row
+        return loss.call(keras.ops.convert_to_tensor(y_true, dtype=loss.dtype), keras.ops.convert_to_tensor(y_pred, dtype=loss.dtype))
+
+    return per_row, loss.reduction == "sum", name
 
 
 def _check_label_shape(labels: Any, output: Any, loss_name: str) -> None:
