@@ -1,4 +1,4 @@
-"""zoo_lite quickstart: distributed pandas preprocessing and PyTorch training on Spark, offline.
+"""zoo_lite quickstart: distributed pandas preprocessing, PyTorch and Keras training on Spark, offline.
 
 The pandas part:
 
@@ -17,6 +17,13 @@ The PyTorch part:
 7. predicts the test set held in a Spark DataFrame (which comes back with a ``prediction``
    column), computes the accuracy in Spark, and plots the loss per epoch to
    ``<output>/digits_loss.png``.
+
+The Keras part:
+
+8. trains the same kind of MLP, written in Keras 3, with ``Estimator.from_keras`` on the
+   training set held in a Spark DataFrame (``feature_cols`` / ``label_cols``), validating on the
+   test DataFrame;
+9. predicts the test DataFrame and computes the accuracy in Spark, as for PyTorch.
 
 Run it with ``scripts/demo.sh`` (local Spark), or on a cluster by changing one argument:
 ``python examples/quickstart.py --cluster-mode local-cluster`` or, under spark-submit,
@@ -194,6 +201,50 @@ def run_torch_part(args: argparse.Namespace) -> None:
         raise SystemExit(f"quickstart: test accuracy {accuracy:.3f} is below {MIN_ACCURACY}")
 
 
+# -- Keras: the same digits, from a Spark DataFrame -----------------------------------------------
+
+def keras_digits_mlp() -> Any:
+    """The Keras twin of :func:`digits_mlp`, compiled with Adam, cross-entropy on logits and accuracy."""
+    import keras
+
+    keras.utils.set_random_seed(SEED)
+    model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)])
+    model.compile(optimizer=keras.optimizers.Adam(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+def run_keras_part(args: argparse.Namespace) -> None:
+    """Train the Keras MLP on a Spark DataFrame, predict the test DataFrame, check the accuracy."""
+    from zoo_lite.learn.tf2 import Estimator as KerasEstimator
+
+    started = time.perf_counter()
+    x_train, x_test, y_train, y_test = digits_split()
+    spark = OrcaContext.get_spark_session()
+    train_df = spark.createDataFrame(pd.DataFrame({"pixels": list(x_train), "label": y_train}))
+    test_df = spark.createDataFrame(pd.DataFrame({"pixels": list(x_test), "label": y_test}))
+
+    est = KerasEstimator.from_keras(model=keras_digits_mlp(), seed=SEED)
+    try:
+        history = est.fit(train_df, epochs=args.epochs, batch_size=64, feature_cols=["pixels"], label_cols=["label"],
+                          validation_data=test_df, verbose=0)
+        predicted = est.predict(test_df, batch_size=256, feature_cols=["pixels"])
+        accuracy = prediction_accuracy(predicted)
+        workers = est.num_workers
+    finally:
+        est.shutdown()
+
+    print("zoo_lite quickstart: Keras")
+    print(f"  training rows         : {len(x_train)} in a Spark DataFrame, {workers} worker(s)")
+    print(f"  epochs                : {len(history['loss'])} (global batch 64)")
+    print(f"  train loss            : {history['loss'][0]:.3f} -> {history['loss'][-1]:.3f}")
+    print(f"  validation accuracy   : {history['val_accuracy'][-1]:.3f}")
+    print(f"  Keras test accuracy   : {accuracy:.3f} ({len(x_test)} rows, from the prediction column)")
+    print(f"  took {time.perf_counter() - started:.1f} s")
+    if accuracy < MIN_ACCURACY:
+        raise SystemExit(f"quickstart: Keras test accuracy {accuracy:.3f} is below {MIN_ACCURACY}")
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cluster-mode", default="local", help="local, local-cluster, standalone, spark-submit, ...")
@@ -212,6 +263,7 @@ def main() -> None:
     try:
         run_pandas_part(args)
         run_torch_part(args)
+        run_keras_part(args)
         print(f"zoo_lite quickstart: done in {time.perf_counter() - started:.1f} s")
     finally:
         stop_orca_context()

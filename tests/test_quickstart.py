@@ -20,6 +20,8 @@ def test_the_quickstart_job_trains_predicts_and_plots(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     accuracy = float(re.search(r"test accuracy\s*:\s*([0-9.]+)", done.stdout).group(1))
     assert accuracy >= 0.9, done.stdout
+    keras_accuracy = float(re.search(r"Keras test accuracy\s*:\s*([0-9.]+)", done.stdout).group(1))
+    assert keras_accuracy >= 0.9, done.stdout
     assert "rows in Spark DataFrame: 178" in done.stdout
     plot = tmp_path / "digits_loss.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -53,6 +53,8 @@ class KerasEstimator(GroupEstimator):
         self.model_dir = model_dir
         self.logger = learn_logger(log_level)
         self._model = model
+        # built now, so that the driver's and the workers' states always hold the same optimizer variables
+        model.optimizer.build(model.trainable_variables)
         self._epoch = 0
 
     # -- GroupEstimator hooks ---------------------------------------------------------------------------
@@ -365,6 +367,7 @@ def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
     if spec.compile_args_creator is not None:
         model.compile(**spec.compile_args_creator(spec.config))
     check_compiled(model, "model")
+    model.optimizer.build(model.trainable_variables)   # saved with its variables, so the reload below matches it
     try:
         blob = model_to_bytes(model)
         model_from_bytes(blob)
