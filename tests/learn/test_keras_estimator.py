@@ -56,26 +56,38 @@ def exact_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(size=(8, 3)).astype(np.float32), rng.normal(size=(8, 1)).astype(np.float32)
 
 
-def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers) -> None:
+#: both ways of summing gradients between the two workers (on one host, shared memory is the default)
+EXCHANGES = pytest.mark.parametrize("exchange", ["shared_memory", "collective"])
+
+
+def exchange_config(exchange: str) -> dict:
+    return {"shared_memory_exchange": exchange == "shared_memory"}
+
+
+@EXCHANGES
+def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(two_workers, exchange) -> None:
     x, y = exact_data(7)
     model = bias_free_model(0.05)
     start = model.get_weights()[0]
-    est = Estimator.from_keras(model=model, seed=1)
+    est = Estimator.from_keras(model=model, seed=1, config=exchange_config(exchange))
     assert est.num_workers == 2
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8, verbose=0)
+    assert est._group.call("exchange_kind") == [exchange, exchange]
     expected = one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4)
     np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
     assert len(history["loss"]) == 4 and history["loss"][-1] < history["loss"][0]
     est.shutdown()
 
 
-def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers) -> None:
+@EXCHANGES
+def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers, exchange) -> None:
     """Steps of 2 rows over partitions of 1 and 7 rows: a worker's share is often empty."""
     x, y = exact_data(3)
     model = bias_free_model(0.1)
     start = model.get_weights()[0]
-    est = Estimator.from_keras(model=model, seed=4)
+    est = Estimator.from_keras(model=model, seed=4, config=exchange_config(exchange))
     est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2, verbose=0)
+    assert est._group.call("exchange_kind") == [exchange, exchange]
     batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
     np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.1, batches),
                                atol=1e-5, rtol=0)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import mmap
 import os
 import select
+import socket
 import time
 from typing import Callable, Optional
 
@@ -38,7 +39,7 @@ import numpy as np
 
 from zoo_lite.errors import WorkerTimeoutError
 
-__all__ = ["HostSum", "open_host_sum", "shared_memory_directory", "slots_nbytes"]
+__all__ = ["HostSum", "open_host_sum", "shared_memory_directory", "slots_nbytes", "host_key"]
 
 #: where the slots live: memory-backed on Linux
 _SHM_DIRECTORY = "/dev/shm"
@@ -50,6 +51,17 @@ _MAX_LOCAL_WORKERS = 255
 
 def _aligned(nbytes: int) -> int:
     return -(-nbytes // _ALIGN) * _ALIGN
+
+
+def host_key() -> str:
+    """Workers with equal keys share this host's ``/dev/shm`` (the boot id tells apart hosts that
+    share a host name)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        boot = "?"
+    return f"{socket.gethostname()}/{boot}"
 
 
 def slots_nbytes(local_size: int, size: int, dtype: np.dtype) -> int:

@@ -23,14 +23,13 @@ cores the transfers compete with backward for the CPU, and an epoch took 1.7x as
 
 from __future__ import annotations
 
-import socket
 import uuid
 from typing import Callable, Optional, Sequence
 
 import torch
 import torch.distributed as dist
 
-from zoo_lite.learn.base.host_exchange import HostSum, open_host_sum, shared_memory_directory, slots_nbytes
+from zoo_lite.learn.base.host_exchange import HostSum, host_key, open_host_sum, shared_memory_directory, slots_nbytes
 
 __all__ = ["gradient_exchange", "sum_over_workers", "host_sum_for_group", "FlatExchange", "NoExchange"]
 
@@ -54,17 +53,6 @@ def sum_over_workers(buffer: torch.Tensor, rank: int, world_size: int) -> torch.
     return buffer
 
 
-def _host_key() -> str:
-    """Workers with equal keys share this host's ``/dev/shm`` (the boot id tells apart hosts that
-    share a host name)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            boot = handle.read().strip()
-    except OSError:
-        boot = "?"
-    return f"{socket.gethostname()}/{boot}"
-
-
 def _all_agree(ok: bool) -> bool:
     """True on every worker exactly when every worker passed True."""
     flag = torch.tensor([0 if ok else 1], dtype=torch.int32)
@@ -83,7 +71,7 @@ def host_sum_for_group(size: int, dtype: torch.dtype, rank: int, world_size: int
         return None
     directory = shared_memory_directory(slots_nbytes(world_size, size, numpy_dtype))
     facts: list[Optional[tuple[str, Optional[str], str]]] = [None] * world_size
-    dist.all_gather_object(facts, (_host_key(), directory, uuid.uuid4().hex[:12]))
+    dist.all_gather_object(facts, (host_key(), directory, uuid.uuid4().hex[:12]))
     if directory is None or len({(host, place) for host, place, _ in facts}) != 1:
         return None
     return open_host_sum(directory, facts[0][2], rank, world_size, size, numpy_dtype, timeout_s, _all_agree)

@@ -187,13 +187,20 @@ def run_creator(creator: Callable[..., Any], config: dict[str, Any], batch_size:
 def creator_graph(creator: Callable[..., Any], config: dict[str, Any], batch_size: int, seed: int) -> Optional[DatasetGraph]:
     """The creator's dataset as a graph, when it can be serialized (then it gets per-epoch shuffle
     seeds like a Dataset object); None for a pipeline with Python ops, which is used as built."""
-    import tensorflow as tf
-
     dataset = run_creator(creator, config, batch_size, seed)
     try:
         return dataset_graph(dataset)
     except InvalidArgumentError:
         return None
+
+
+def unbatched(dataset: "tf.data.Dataset") -> "tf.data.Dataset":
+    """``dataset`` one element per row: unbatched when its last batch op says it is batched (read
+    from its graph, Python ops left out)."""
+    import tensorflow as tf
+
+    blob = dataset._as_serialized_graph(external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE).numpy()
+    return dataset.unbatch() if _final_batch_size(_graph_def(blob)) is not None else dataset
 
 
 def worker_dataset(unbatched: "tf.data.Dataset", batch_size: int, rank: int, world_size: int,

@@ -99,7 +99,7 @@ class KerasSpec:
     seed: int = 0
 
     def build_model(self) -> "keras.Model":
-        """The compiled model (call under the distribution strategy's scope on a worker)."""
+        """The compiled model, with the seed set first (so a creator builds the same model everywhere)."""
         import keras
 
         keras.utils.set_random_seed(self.seed)
