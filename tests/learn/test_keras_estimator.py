@@ -8,15 +8,14 @@ import glob
 import os
 import time
 
+import keras
 import numpy as np
 import pandas as pd
 import pytest
-
-import keras
 import tensorflow as tf
 
 from tests.learn import keras_models
-from tests.learn.test_torch_estimator import shards_with_sizes, two_workers  # noqa: F401 - the fixture
+from tests.learn.shards import shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
@@ -121,20 +120,6 @@ def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
 
 
 # -- digits, end to end ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def digits_frames(two_workers):
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    x_train, x_test, y_train, y_test = train_test_split(digits.data / 16.0, digits.target, test_size=0.25, random_state=0)
-
-    def frame(x, y, offset):
-        return two_workers.createDataFrame(pd.DataFrame({"id": np.arange(len(y)) + offset, "features": list(x), "label": y}))
-
-    return frame(x_train, y_train, 0).repartition(3), frame(x_test, y_test, 10_000)
-
 
 def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row_in_order(digits_frames) -> None:
     train, test = digits_frames

@@ -13,31 +13,12 @@ import torch
 from torch import nn
 
 from tests.learn import models
-from zoo_lite import OrcaContext
-from zoo_lite.data import SparkXShards, XShards
+from tests.learn.shards import shards_with_sizes
+from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
 from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def two_workers(ray_local_cluster):
-    """Two executors, each with its Ray node: the Estimators get two workers."""
-    return OrcaContext.get_spark_session()
-
-
-def shards_with_sizes(arrays: dict, sizes: list[int]) -> SparkXShards:
-    """Dict shards, one per partition, with these row counts."""
-    sc = OrcaContext.get_spark_context()
-    bounds = np.cumsum([0, *sizes])
-    def rows(value, i):
-        if isinstance(value, tuple):
-            return tuple(part[bounds[i]:bounds[i + 1]] for part in value)
-        return value[bounds[i]:bounds[i + 1]]
-
-    pieces = [{key: rows(value, i) for key, value in arrays.items()} for i in range(len(sizes))]
-    return SparkXShards(sc.parallelize(pieces, len(pieces)))
 
 
 def regression_arrays(rows: int, seed: int = 0) -> dict:
@@ -128,20 +109,6 @@ def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
 
 
 # -- digits, end to end ---------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def digits_frames(two_workers):
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    digits = load_digits()
-    x_train, x_test, y_train, y_test = train_test_split(digits.data / 16.0, digits.target, test_size=0.25, random_state=0)
-
-    def frame(x, y, offset):
-        return two_workers.createDataFrame(pd.DataFrame({"id": np.arange(len(y)) + offset, "features": list(x), "label": y}))
-
-    return frame(x_train, y_train, 0).repartition(3), frame(x_test, y_test, 10_000)
-
 
 def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row_in_order(digits_frames) -> None:
     import torchmetrics

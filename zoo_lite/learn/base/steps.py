@@ -16,13 +16,13 @@ Pure NumPy, the same on every worker, so that all workers agree without talking:
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
 
-__all__ = ["steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng"]
+__all__ = ["steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng", "HeldRows"]
 
 
 def steps_per_epoch(total_rows: int, batch_size: int) -> int:
@@ -124,3 +124,40 @@ def shared_dataset_batches(total_rows: int, batch_size: int, num_workers: int, r
     order = epoch_rng(seed, epoch).permutation(total_rows) if shuffle else np.arange(total_rows)
     steps = steps_per_epoch(total_rows, batch_size)
     return [np.array_split(order[step * batch_size:(step + 1) * batch_size], num_workers)[rank] for step in range(steps)]
+
+
+class HeldRows:
+    """The rows one worker holds of data in partitions, and the positions of each batch in them.
+
+    ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
+    ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
+
+    Examples
+    --------
+    >>> rows = HeldRows([4, 4], [(1, 0, 4)], world_size=2)
+    >>> rows.total_rows, rows.local_rows, [p.tolist() for p in rows.eval_positions(4)]
+    (8, 4, [[0, 1], [2, 3]])
+    """
+
+    def __init__(self, partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]], world_size: int) -> None:
+        self.partition_rows = list(partition_rows)
+        self.held = list(held)
+        self.world_size = world_size
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.partition_rows)
+
+    @property
+    def local_rows(self) -> int:
+        return sum(stop - start for _, start, stop in self.held)
+
+    def train_positions(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> list[np.ndarray]:
+        """This worker's share of every global batch of an epoch (see :func:`held_rows_batches`)."""
+        return held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch)
+
+    def eval_positions(self, batch_size: int) -> Iterator[np.ndarray]:
+        """This worker's rows in order, in local batches (no step is shared, so sizes may differ)."""
+        local = max(1, batch_size // self.world_size)
+        for start in range(0, self.local_rows, local):
+            yield np.arange(start, min(start + local, self.local_rows))

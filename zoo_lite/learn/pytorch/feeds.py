@@ -50,28 +50,14 @@ def _row_taker(positions: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda tensor: tensor.index_select(0, index)
 
 
-class ArrayFeed:
-    """Rows this worker holds, as tensors.
-
-    ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
-    ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
-    """
+class ArrayFeed(steps.HeldRows):
+    """Rows this worker holds, as tensors (see :class:`zoo_lite.learn.base.steps.HeldRows`)."""
 
     def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
                  world_size: int, float_dtype: torch.dtype) -> None:
+        super().__init__(partition_rows, held, world_size)
         self.inputs = tuple(tensor_from_array(x, float_dtype) for x in arrays["x"])
         self.target = tensor_from_array(arrays["y"], float_dtype) if "y" in arrays else None
-        self.partition_rows = list(partition_rows)
-        self.held = list(held)
-        self.world_size = world_size
-
-    @property
-    def total_rows(self) -> int:
-        return sum(self.partition_rows)
-
-    @property
-    def local_rows(self) -> int:
-        return sum(stop - start for _, start, stop in self.held)
 
     def _take(self, positions: np.ndarray) -> Batch:
         if not len(positions):
@@ -81,15 +67,12 @@ class ArrayFeed:
         return tuple(rows(x) for x in self.inputs), target, len(positions)
 
     def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
-        for positions in steps.held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch):
+        for positions in self.train_positions(batch_size, shuffle, seed, epoch):
             yield self._take(positions)
 
     def eval_batches(self, batch_size: int) -> Iterator[Batch]:
-        """This worker's rows in order, in local batches (no step is shared, so sizes may differ)."""
-        local = max(1, batch_size // self.world_size)
-        rows = self.local_rows
-        for start in range(0, rows, local):
-            yield self._take(np.arange(start, min(start + local, rows)))
+        for positions in self.eval_positions(batch_size):
+            yield self._take(positions)
 
 
 def _split_batch(batch: Any) -> tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor]]:

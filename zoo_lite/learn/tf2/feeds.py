@@ -35,28 +35,15 @@ def _take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.take(array, positions, axis=0)
 
 
-class HeldRowsFeed:
-    """Rows this worker holds (from an XShards or a Spark DataFrame), as NumPy arrays.
-
-    ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
-    ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
-    """
+class HeldRowsFeed(steps.HeldRows):
+    """Rows this worker holds (from an XShards or a Spark DataFrame), as NumPy arrays (see
+    :class:`zoo_lite.learn.base.steps.HeldRows`)."""
 
     def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
                  world_size: int, float_dtype: str) -> None:
+        super().__init__(partition_rows, held, world_size)
         self.features = tuple(_as_model_dtype(np.asarray(x), float_dtype) for x in arrays["x"])
         self.labels = _as_model_dtype(np.asarray(arrays["y"]), float_dtype) if "y" in arrays else None
-        self.partition_rows = list(partition_rows)
-        self.held = list(held)
-        self.world_size = world_size
-
-    @property
-    def total_rows(self) -> int:
-        return sum(self.partition_rows)
-
-    @property
-    def local_rows(self) -> int:
-        return sum(stop - start for _, start, stop in self.held)
 
     def _batch(self, positions: np.ndarray, global_rows: int) -> KerasBatch:
         labels = _take(self.labels, positions) if self.labels is not None else None
@@ -64,15 +51,11 @@ class HeldRowsFeed:
 
     def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
                       max_steps: Optional[int]) -> Iterator[KerasBatch]:
-        plan = steps.held_rows_batches(self.partition_rows, self.held, batch_size, shuffle, seed, epoch)
-        for step, positions in enumerate(plan[:max_steps]):
+        for step, positions in enumerate(self.train_positions(batch_size, shuffle, seed, epoch)[:max_steps]):
             yield self._batch(positions, min(batch_size, self.total_rows - step * batch_size))
 
     def eval_batches(self, batch_size: int) -> Iterator[KerasBatch]:
-        """This worker's rows in order, in local batches (no step is shared, so sizes may differ)."""
-        local = max(1, batch_size // self.world_size)
-        for start in range(0, self.local_rows, local):
-            positions = np.arange(start, min(start + local, self.local_rows))
+        for positions in self.eval_positions(batch_size):
             yield self._batch(positions, len(positions))
 
     def sample(self) -> KerasBatch:
