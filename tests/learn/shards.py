@@ -1,4 +1,4 @@
-"""XShards with chosen partition sizes, for the Estimator tests (importable by the workers)."""
+"""Helpers of the Estimator tests: XShards with chosen partition sizes (importable by the workers), prediction checks."""
 
 from __future__ import annotations
 
@@ -19,3 +19,14 @@ def shards_with_sizes(arrays: dict, sizes: list[int]) -> SparkXShards:
 
     pieces = [{key: rows(value, i) for key, value in arrays.items()} for i in range(len(sizes))]
     return SparkXShards(sc.parallelize(pieces, len(pieces)))
+
+
+def checked_digit_predictions(predicted, test) -> float:
+    """The accuracy of ``predict``'s output for the digits test frame, after checking that it kept
+    every column and row in order; at least 0.9."""
+    assert predicted.columns == test.columns + ["prediction"]
+    rows = predicted.toPandas()
+    assert rows["id"].tolist() == test.toPandas()["id"].tolist()
+    accuracy = float((np.stack(rows["prediction"]).argmax(axis=1) == rows["label"]).mean())
+    assert accuracy >= 0.9
+    return accuracy

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests.learn import keras_models
-from tests.learn.shards import shards_with_sizes
+from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
@@ -129,12 +129,7 @@ def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row
     assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
     assert history["loss"][-1] < history["loss"][0]
 
-    predicted = est.predict(test, batch_size=128, feature_cols=["features"])
-    assert predicted.columns == test.columns + ["prediction"]
-    rows = predicted.toPandas()
-    assert rows["id"].tolist() == test.toPandas()["id"].tolist()
-    accuracy = float((np.stack(rows["prediction"]).argmax(axis=1) == rows["label"]).mean())
-    assert accuracy >= 0.9
+    accuracy = checked_digit_predictions(est.predict(test, batch_size=128, feature_cols=["features"]), test)
     # the metrics are summed exactly over both workers: they equal the accuracy of all predictions
     evaluated = est.evaluate(test, batch_size=64, feature_cols=["features"], label_cols=["label"])
     assert evaluated["accuracy"] == pytest.approx(accuracy, abs=1e-6)
