@@ -78,6 +78,30 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     est.shutdown()
 
 
+def test_gradients_taken_slice_by_slice_equal_one_process_full_batch_descent(two_workers) -> None:
+    """Shares of 3 and 5 rows differentiated in slices of 2 rows (as large batches are, in slices
+    of 1024): the same steps as one process."""
+    x, y = exact_data(8)
+    model = bias_free_model(0.05)
+    start = model.get_weights()[0]
+    est = Estimator.from_keras(model=model, seed=1, config={"gradient_chunk_rows": 2})
+    est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8, verbose=0)
+    assert est._group.call("_gradient_chunk_rows") == [2, 2]
+    np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4),
+                               atol=1e-5, rtol=0)
+    est.shutdown()
+
+
+def test_a_batch_normalisation_model_is_differentiated_whole_and_trains(two_workers) -> None:
+    model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    est = Estimator.from_keras(model=model, seed=0, config={"gradient_chunk_rows": 2})
+    history = est.fit(regression_shards(40, [20, 20]), epochs=10, batch_size=8, verbose=0)
+    assert est._group.call("_gradient_chunk_rows") == [None, None]   # batch statistics need the whole share
+    assert history["loss"][-1] < history["loss"][0]
+    est.shutdown()
+
+
 @EXCHANGES
 def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_global_batches(two_workers, exchange) -> None:
     """Steps of 2 rows over partitions of 1 and 7 rows: a worker's share is often empty."""
