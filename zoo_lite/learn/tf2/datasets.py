@@ -245,8 +245,8 @@ def count_rows(unbatched: "tf.data.Dataset") -> int:
 
     cardinality = int(unbatched.cardinality())
     if cardinality == tf.data.INFINITE_CARDINALITY:
-        raise InvalidArgumentError("data: the tf.data.Dataset repeats forever; remove .repeat() (zoo_lite runs one pass "
-                                   "per epoch) or pass steps_per_epoch")
+        raise InvalidArgumentError("data: the tf.data.Dataset repeats forever; remove .repeat(): zoo_lite runs one pass "
+                                   "over the data per epoch (fit's steps_per_epoch can make an epoch shorter)")
     if cardinality >= 0:
         return cardinality
     return int(unbatched.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))

@@ -34,7 +34,8 @@ def predict_arrays(model: Any, inputs: tuple[np.ndarray, ...], batch_size: int) 
     for start in range(0, rows, batch_size):
         batch = [x[start:start + batch_size] for x in cast]
         output = model.predict_on_batch(batch[0] if len(batch) == 1 else batch)
-        chunks.append([np.asarray(o) for o in (output if isinstance(output, (list, tuple)) else [output])])
+        outputs = list(output.values()) if isinstance(output, dict) else output if isinstance(output, (list, tuple)) else [output]
+        chunks.append([np.asarray(o) for o in outputs])
     if not chunks:
         return [np.zeros((0,), dtype=np.float32)]
     return [np.concatenate([chunk[i] for chunk in chunks]) for i in range(len(chunks[0]))]

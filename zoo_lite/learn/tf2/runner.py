@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import secrets
 import time
@@ -465,7 +464,7 @@ class KerasRunner:
         self._reset_totals()
         local_batches = feed.eval_batches(batch_size)
         for index, (features, labels, _) in enumerate(local_batches):
-            if max_steps is not None and index >= math.ceil(max_steps):
+            if max_steps is not None and index >= max_steps:
                 break
             if labels is None:
                 raise InvalidArgumentError("evaluate: the data has no labels; give label_cols, or (features, labels) elements")
