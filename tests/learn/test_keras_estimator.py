@@ -17,7 +17,7 @@ import tensorflow as tf
 from tests.learn import keras_models
 from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
-from zoo_lite.errors import InvalidArgumentError, WorkerError
+from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
 from zoo_lite.learn.tf2 import Estimator
 
@@ -407,9 +407,37 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
         est.predict(df, feature_cols=["a"], output_cols=["a", "b"])
     with pytest.raises(InvalidArgumentError, match=r"already has the column\(s\) \['y'\]"):
         est.predict(df, feature_cols=["a"], output_cols=["y"])
+    # the checks shared with the PyTorch Estimator (zoo_lite.learn.base) hold here too
+    frame = spark.createDataFrame(pd.DataFrame({"a": [1.0, 2.0, 3.0], "s": ["x", "y", "z"], "y": [0.0, 1.0, 0.0]}))
+    with pytest.raises(ColumnNotFoundError, match=r"feature_cols=\['nope'\]: column\(s\) \['nope'\] not found"):
+        est.fit(frame, feature_cols=["nope"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match="feature_cols: column 's' has type string, which is not numeric"):
+        est.fit(frame, feature_cols=["s"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match="has no rows"):
+        est.fit(frame.limit(0), feature_cols=["a"], label_cols=["y"])
+    with pytest.raises(InvalidArgumentError, match="feature_cols was given without label_cols"):
+        est.fit(XShards.partition(pd.DataFrame({"a": [1.0, 2.0]}), num_shards=1), feature_cols=["a"])
+    with pytest.raises(InvalidArgumentError, match="epochs=0 must be a positive int"):
+        est.fit(shards, epochs=0)
     # the estimator still works after all of these
     assert len(est.fit(shards, batch_size=4, verbose=0)["loss"]) == 1
     est.shutdown()
+
+
+def test_a_two_output_model_is_refused_by_fit_and_predicted_into_two_columns(two_workers) -> None:
+    inputs = keras.Input(shape=(2,))
+    model = keras.Model(inputs, [keras.layers.Dense(1)(inputs), keras.layers.Dense(3)(inputs)])
+    model.compile(optimizer="sgd", loss="mse")
+    est = Estimator.from_keras(model=model, seed=0)
+    with pytest.raises(InvalidArgumentError, match="the model has 2 outputs; zoo_lite's Keras Estimator trains"):
+        est.fit(regression_shards(10, [5, 5]), batch_size=4, verbose=0)
+    x, _ = keras_models.regression_rows(10)
+    df = two_workers.createDataFrame(pd.DataFrame({"x": list(x.astype(np.float64))}))
+    predicted = est.predict(df, feature_cols=["x"]).toPandas()
+    assert list(predicted.columns) == ["x", "prediction_0", "prediction_1"]
+    expected = model.predict(x, verbose=0)
+    np.testing.assert_allclose(predicted["prediction_0"], expected[0][:, 0], rtol=1e-5)
+    np.testing.assert_allclose(np.stack(predicted["prediction_1"]), expected[1], rtol=1e-5)
 
 
 def test_class_weight_scales_each_rows_loss(two_workers) -> None:

@@ -230,7 +230,12 @@ class KerasRunner:
         """Build the metrics and check the labels' shape on one row (before any collective step)."""
         features, labels, _ = feed.sample()
         output = self.model(features, training=False)
-        if labels is not None and not isinstance(output, (list, tuple, dict)):
+        if labels is not None and isinstance(output, (list, tuple, dict)):
+            raise InvalidArgumentError(
+                f"the model has {len(output)} outputs; zoo_lite's Keras Estimator trains and evaluates models with one "
+                "output (predict takes several): join the outputs into one tensor, or train a single-output model"
+            )
+        if labels is not None:
             _check_label_shape(labels, output, self.loss_name)
             if self.metrics is not None and not self.metrics.built:
                 self.metrics.build(labels, output)
