@@ -382,6 +382,9 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
     with pytest.raises(InvalidArgumentError, match="uses tf.py_function, which runs Python and cannot be sent to the workers"):
         est.fit(tf.data.Dataset.from_tensor_slices(np.zeros((4, 2), np.float32)).map(
             lambda a: (tf.py_function(lambda v: v, [a], tf.float32), 0.0)))
+    with pytest.raises(InvalidArgumentError, match="uses tf.numpy_function, which runs Python .* pass a creator instead"):
+        est.fit(tf.data.Dataset.from_tensor_slices(np.zeros((4, 2), np.float32)).map(
+            lambda a: (tf.numpy_function(lambda v: v, [a], tf.float32), 0.0)))
     with pytest.raises(InvalidArgumentError, match="uses Dataset.from_generator"):
         est.fit(tf.data.Dataset.from_generator(lambda: iter([(np.zeros(2, np.float32), 0.0)]),
                                                output_signature=(tf.TensorSpec((2,), tf.float32), tf.TensorSpec((), tf.float32))))
@@ -461,9 +464,12 @@ def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recover
     est = Estimator.from_keras(model_creator=keras_models.fails_on_marker_model, seed=0)
     est.fit(shards_with_sizes({"x": x, "y": y}, [20, 20]), epochs=1, batch_size=8, verbose=0)
     started = time.monotonic()
-    with pytest.raises(WorkerError, match="marker row reached the model"):
+    with pytest.raises(WorkerError, match="marker row reached the model") as failure:
         est.fit(shards_with_sizes({"x": bad, "y": y}, [20, 20]), epochs=2, batch_size=8, verbose=0)
     assert time.monotonic() - started < 30
+    # the worker's traceback, down to the user's layer, in plain text
+    assert "keras_models.py" in failure.value.remote_traceback and "in train_epoch" in failure.value.remote_traceback
+    assert "\x1b" not in str(failure.value)
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [20, 20]), epochs=1, batch_size=8, verbose=0)   # a fresh group
     assert len(history["loss"]) == 1
     est.shutdown()

@@ -1,11 +1,12 @@
-"""Progress on the driver: a tqdm bar fed by rank 0 while an epoch runs, or one log line per epoch."""
+"""Progress on the driver: a tqdm bar fed by rank 0 while an epoch runs, with one summary line per
+finished epoch above it, or one log line per epoch."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Callable, Optional
 
-__all__ = ["ProgressReporter", "learn_logger"]
+__all__ = ["ProgressReporter", "format_stats", "learn_logger"]
 
 
 def learn_logger(level: int = logging.INFO) -> logging.Logger:
@@ -20,7 +21,7 @@ def learn_logger(level: int = logging.INFO) -> logging.Logger:
     return logger
 
 
-def _format_stats(stats: dict[str, Any]) -> str:
+def format_stats(stats: dict[str, Any]) -> str:
     return " ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}" for key, value in stats.items())
 
 
@@ -28,8 +29,17 @@ class ProgressReporter:
     """Shows one ``fit`` on the driver.
 
     With ``use_tqdm`` a bar counts global steps and shows samples/s and rank 0's running loss,
-    read from the snapshots rank 0 publishes while the epoch runs; otherwise each finished epoch
-    is one log line, unless ``quiet``.
+    read from the snapshots rank 0 publishes while the epoch runs, and each finished epoch's
+    aggregated stats are written as one line above the bar (as Keras' ``verbose=1`` does);
+    otherwise each finished epoch is one log line, unless ``quiet``. The bar never moves back:
+    a snapshot published before the last epoch ended can arrive after it.
+
+    Examples
+    --------
+    >>> reporter = ProgressReporter(False, total_steps=4, poll_progress=dict, quiet=True)
+    >>> reporter.epoch_done({"epoch": 1, "loss": 0.5}, steps_done=2); reporter.close()
+    >>> format_stats({"epoch": 1, "loss": 0.123456})
+    'epoch=1 loss=0.1235'
     """
 
     def __init__(self, use_tqdm: bool, total_steps: int, poll_progress: Callable[[], dict[str, Any]],
@@ -49,17 +59,18 @@ class ProgressReporter:
             return
         progress = self.poll_progress()
         if "step" in progress:
-            self.bar.n = progress["step"]
+            self.bar.n = max(self.bar.n, progress["step"])
             self.bar.set_postfix(loss=f"{progress.get('loss', float('nan')):.4f}",
                                  samples_per_s=f"{progress.get('samples_per_s', 0.0):.0f}", refresh=False)
             self.bar.refresh()
 
     def epoch_done(self, stats: dict[str, Any], steps_done: int) -> None:
         if self.bar is not None:
-            self.bar.n = steps_done
+            self.bar.n = max(self.bar.n, steps_done)
+            self.bar.write(f"epoch {format_stats(stats)}", file=self.bar.fp)
             self.bar.refresh()
         elif not self.quiet:
-            self.logger.info("epoch %s", _format_stats(stats))
+            self.logger.info("epoch %s", format_stats(stats))
 
     def close(self) -> None:
         if self.bar is not None:

@@ -15,6 +15,7 @@ collective). The Estimator then starts a fresh group on next use.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ __all__ = ["WorkerGroup", "WorkerInfo"]
 _NAMESPACE = "zoo_lite"
 _POLL_INTERVAL_S = 0.5
 _SHUTDOWN_TIMEOUT_S = 15.0
+#: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
+_ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class _ProgressBoard:
@@ -274,7 +277,7 @@ def _result_of(future: Any, rank: int, what: str) -> Any:
             raise cause from error   # the runner's own clear error, e.g. a bad data creator
         kind = type(cause).__name__ if cause is not None else "error"
         # the dual-class errors Ray builds for plain exceptions carry the traceback only in their text
-        remote_traceback = getattr(error, "traceback_str", None) or str(error)
+        remote_traceback = _ANSI_CODES.sub("", getattr(error, "traceback_str", None) or str(error))
         raise WorkerError(rank, f"{what} failed: {kind}: {cause}", remote_traceback) from error
     except ray.exceptions.RayActorError as error:
         raise WorkerError(rank, f"the worker process died during {what} ({error.__class__.__name__}); "
