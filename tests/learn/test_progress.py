@@ -33,6 +33,7 @@ def test_each_finished_epoch_is_one_summary_line_above_the_bar() -> None:
     reporter, out = bar_reporter([], 4)
     reporter.epoch_done({"epoch": 1, "loss": 0.51234, "val_accuracy": 0.9}, steps_done=2)
     reporter.epoch_done({"epoch": 2, "loss": 0.41234, "val_accuracy": 0.95}, steps_done=4)
+    assert "loss=0.4123" in str(reporter.bar)   # the epoch's loss, in place of rank 0's running one
     reporter.close()
     lines = [line for line in out.getvalue().replace("\r", "\n").splitlines() if line.startswith("epoch ")]
     assert lines == ["epoch epoch=1 loss=0.5123 val_accuracy=0.9", "epoch epoch=2 loss=0.4123 val_accuracy=0.95"]

@@ -48,6 +48,7 @@ class ProgressReporter:
         self.quiet = quiet
         self.poll_progress = poll_progress
         self.bar = None
+        self._postfix: dict[str, str] = {}
         if use_tqdm:
             from tqdm.auto import tqdm
 
@@ -60,14 +61,21 @@ class ProgressReporter:
         progress = self.poll_progress()
         if "step" in progress:
             self.bar.n = max(self.bar.n, progress["step"])
-            self.bar.set_postfix(loss=f"{progress.get('loss', float('nan')):.4f}",
-                                 samples_per_s=f"{progress.get('samples_per_s', 0.0):.0f}", refresh=False)
+            self._show(loss=progress.get("loss", float("nan")), samples_per_s=progress.get("samples_per_s", 0.0))
             self.bar.refresh()
+
+    def _show(self, **values: float) -> None:
+        """Update the bar's postfix with these values, keeping the others."""
+        assert self.bar is not None
+        self._postfix.update({name: f"{value:.4f}" if name == "loss" else f"{value:.0f}" for name, value in values.items()})
+        self.bar.set_postfix(self._postfix, refresh=False)
 
     def epoch_done(self, stats: dict[str, Any], steps_done: int) -> None:
         if self.bar is not None:
             self.bar.n = max(self.bar.n, steps_done)
             self.bar.write(f"epoch {format_stats(stats)}", file=self.bar.fp)
+            if isinstance(stats.get("loss"), float):   # the epoch's aggregated loss, not rank 0's running one
+                self._show(loss=stats["loss"])
             self.bar.refresh()
         elif not self.quiet:
             self.logger.info("epoch %s", format_stats(stats))
