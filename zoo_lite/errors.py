@@ -17,6 +17,7 @@ import traceback
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 __all__ = [
+    "kind_of",
     "ZooLiteError",
     "ContextError",
     "ContextStoppedError",
@@ -148,6 +149,20 @@ def check_positive_int(value: Any, argument: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
     return int(value)
+
+
+def kind_of(value: Any) -> str:
+    """What ``value`` is, for an error message: a builtin's bare type name, else the type with its
+    module, so that two classes of one name (``tf.data.Dataset``, ``ray.data.Dataset``) differ.
+
+    Examples
+    --------
+    >>> import fractions
+    >>> kind_of("model"), kind_of(fractions.Fraction(1, 2))
+    ('str', 'fractions.Fraction')
+    """
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 _MARKER_RE = re.compile(r"<<zoo_lite-error:([A-Za-z0-9+/=]+)>>")

@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import pandas as pd
 import pytest
+import ray
 import tensorflow as tf
 
 from tests.learn import keras_models
@@ -396,6 +397,10 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
         est.fit(shards, batch_size=1)
     with pytest.raises(InvalidArgumentError, match="data is a str"):
         est.fit("not data")
+    with pytest.raises(InvalidArgumentError, match=r"data is a ray\.data\.dataset\.\w*Dataset; pass an XShards"):
+        est.fit(ray.data.from_items([{"x": 1.0, "y": 0.0}]))
+    with pytest.raises(InvalidArgumentError, match=r"predict: data is a numpy\.ndarray; pass an XShards or a Spark DataFrame"):
+        est.predict(np.zeros((2, 2)))
     with pytest.raises(InvalidArgumentError, match=r"initial_epoch=3 must be an int in \[0, epochs=2\)"):
         est.fit(shards, epochs=2, initial_epoch=3)
     with pytest.raises(InvalidArgumentError, match=r"class_weight=\[1, 2\] must be a non-empty dict"):

@@ -13,7 +13,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
-from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.errors import InvalidArgumentError, kind_of
 from zoo_lite.learn.base.data_inputs import is_rows_input, normalize_cols, rows_in_ray
 from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo
 
@@ -121,7 +121,7 @@ class GroupEstimator:
         self._feeds.pop(key, None)
         if not rows_input and not self._is_framework_input(data):
             raise InvalidArgumentError(
-                f"data is a {type(data).__name__}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
+                f"data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
                 f"{self.framework_inputs}"
             )
         if not rows_input:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.errors import InvalidArgumentError, check_positive_int, kind_of
 from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.data_inputs import is_spark_df, normalize_cols
@@ -165,7 +165,7 @@ class TorchEstimator(GroupEstimator):
             return predict_spark_df(data, self._model, model_bytes(self._model), TORCH_PREDICT, features, batch_size)
         if isinstance(data, SparkXShards):
             return predict_xshards(data, model_bytes(self._model), TORCH_PREDICT, features, batch_size)
-        raise InvalidArgumentError(f"predict: data is a {type(data).__name__}; pass an XShards or a Spark DataFrame")
+        raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
 
     def get_model(self) -> nn.Module:
         """The trained model on the driver."""

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.errors import InvalidArgumentError, check_positive_int, kind_of
 from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.data_inputs import is_spark_df, normalize_cols
 from zoo_lite.learn.base.estimator import EVALUATION, TRAIN, VALIDATION, Cols, GroupEstimator
@@ -207,7 +207,7 @@ class KerasEstimator(GroupEstimator):
             return predict_spark_df(data, self._model, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
         if isinstance(data, SparkXShards):
             return predict_xshards(data, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
-        raise InvalidArgumentError(f"predict: data is a {type(data).__name__}; pass an XShards or a Spark DataFrame")
+        raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
 
     def get_model(self) -> Any:
         """The trained, compiled ``keras.Model`` on the driver."""
