@@ -77,3 +77,19 @@ def fails_on_marker_model(config: dict):
     model = keras.Model(inputs, keras.layers.Dense(1)(FailOnMarker()(inputs)))
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     return model
+
+
+def squared_error_per_element(y_true, y_pred):
+    """A loss function with no reduction of its own: one value per output element."""
+    import keras
+
+    return keras.ops.square(y_true - y_pred)
+
+
+def three_wide_model(config: dict):
+    """Three outputs per row, trained with an element-wise loss function (three values per row)."""
+    import keras
+
+    model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(3)])
+    model.compile(optimizer=keras.optimizers.SGD(config.get("lr", 0.05)), loss=squared_error_per_element, metrics=["mae"])
+    return model

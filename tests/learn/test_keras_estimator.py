@@ -21,6 +21,7 @@ from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
 from zoo_lite.learn.tf2 import Estimator
+from zoo_lite.learn.tf2.specs import model_from_bytes, state_from_bytes
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -93,13 +94,31 @@ def test_gradients_taken_slice_by_slice_equal_one_process_full_batch_descent(two
     est.shutdown()
 
 
-def test_a_batch_normalisation_model_is_differentiated_whole_and_trains(two_workers) -> None:
+def worker_weights(est) -> list[list[np.ndarray]]:
+    """Every worker's model weights, trainable and not (read from the state each worker sends)."""
+    return [model_from_bytes(state_from_bytes(blob)[0]).get_weights() for blob in est._group.call("get_state")]
+
+
+def test_batch_normalisation_statistics_are_averaged_so_every_worker_holds_the_driver_model(two_workers) -> None:
+    """A BatchNormalization model is differentiated whole (its batch statistics need the rows seen
+    together). Each worker updates the moving statistics from its own share; they are averaged
+    after every epoch, so the workers hold one model, the driver's, and evaluate on the workers
+    gives what Keras gives with the driver's copy."""
+    keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
     est = Estimator.from_keras(model=model, seed=0, config={"gradient_chunk_rows": 2})
-    history = est.fit(regression_shards(40, [20, 20]), epochs=10, batch_size=8, verbose=0)
-    assert est._group.call("_gradient_chunk_rows") == [None, None]   # batch statistics need the whole share
-    assert history["loss"][-1] < history["loss"][0]
+    x, y = keras_models.regression_rows(200)
+    data = shards_with_sizes({"x": x, "y": y}, [80, 120])
+    history = est.fit(data, epochs=5, batch_size=40, verbose=0)
+    assert est._group.call("_gradient_chunk_rows") == [None, None]
+    assert history["loss"][-1] < 0.5 * history["loss"][0]
+    first, second = worker_weights(est)
+    for mine, theirs, driver in zip(first, second, est.get_model().get_weights()):
+        np.testing.assert_array_equal(mine, theirs)
+        np.testing.assert_array_equal(mine, driver)
+    expected = est.get_model().evaluate(x, y, batch_size=40, verbose=0, return_dict=True)["loss"]
+    assert est.evaluate(data, batch_size=40)["loss"] == pytest.approx(expected, rel=1e-5)
     est.shutdown()
 
 
@@ -142,6 +161,24 @@ def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
         est.shutdown()
     for first, second in zip(*weights):
         np.testing.assert_array_equal(first, second)
+
+
+def test_a_loss_with_several_values_per_row_is_logged_as_keras_logs_it(two_workers) -> None:
+    """Keras averages over every value a loss gives (here 3 per row). With a learning rate of 0 the
+    weights stay put, so fit's training and validation logs and evaluate all equal Keras' own
+    evaluate of the same model."""
+    x, _ = keras_models.regression_rows(40)
+    y = np.stack([x[:, 0], x[:, 1], x.sum(axis=1)], axis=1).astype(np.float32)
+    est = Estimator.from_keras(model_creator=keras_models.three_wide_model, config={"lr": 0.0}, seed=0)
+    data = shards_with_sizes({"x": x, "y": y}, [15, 25])
+    history = est.fit(data, epochs=1, batch_size=8, validation_data=data, verbose=0)
+    expected = est.get_model().evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    evaluated = est.evaluate(data, batch_size=8)
+    for name in ("loss", "mae"):
+        assert history[name][0] == pytest.approx(expected[name], rel=1e-5), name
+        assert history[f"val_{name}"][0] == pytest.approx(expected[name], rel=1e-5), name
+        assert evaluated[name] == pytest.approx(expected[name], rel=1e-5), name
+    est.shutdown()
 
 
 # -- digits, end to end ---------------------------------------------------------------------------

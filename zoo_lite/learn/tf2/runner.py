@@ -277,7 +277,7 @@ class KerasRunner:
                 if model.losses:
                     loss += tf.add_n(model.losses) * share / world
             gradients = tape.gradient(loss, variables)
-            self._update_totals(labels, output, summed)
+            self._update_totals(labels, output, summed / per_row)
             return tf.concat([tf.reshape(g if g is not None else tf.zeros_like(v), [-1]) for g, v in zip(gradients, variables)], 0)
 
         def local_gradients(features: Any, labels: Any, global_rows: Any) -> Any:
@@ -329,21 +329,24 @@ class KerasRunner:
                                     args=(values,))
         return self.strategy.experimental_local_results(reduced)[0]
 
-    def _update_totals(self, labels: Any, output: Any, summed: Any) -> None:
+    def _update_totals(self, labels: Any, output: Any, row_losses_sum: Any) -> None:
+        """Add a batch to the epoch's metrics and loss totals. ``row_losses_sum`` sums each row's
+        loss averaged over the values the loss gives per row, so that the logged loss is Keras'
+        mean over every value."""
         import tensorflow as tf
 
         if self.metrics is not None:
             self.metrics.update_state(labels, output)
         rows = tf.cast(tf.shape(output)[0], tf.float64)
-        self._totals.assign_add(tf.stack([tf.cast(summed, tf.float64), rows]))
+        self._totals.assign_add(tf.stack([tf.cast(row_losses_sum, tf.float64), rows]))
 
     def _eval_step(self, signature: list[Any]) -> Callable[..., None]:
         import tensorflow as tf
 
         def eval_step(features: Any, labels: Any) -> None:
             output = self.model(features, training=False)
-            summed, _ = self._row_losses(labels, output, None)
-            self._update_totals(labels, output, summed)
+            summed, per_row = self._row_losses(labels, output, None)
+            self._update_totals(labels, output, summed / per_row)
 
         return tf.function(eval_step, input_signature=signature)
 
@@ -367,6 +370,18 @@ class KerasRunner:
         summed = self._step("sum", lambda signature: tf.function(self._all_reduce, input_signature=signature), values)
         return summed(values).numpy()
 
+    def _sum_variables(self, variables: list[Any], divide_by: float = 1.0) -> np.ndarray:
+        """Replace each variable by its sum over the workers (divided by ``divide_by``), all in one
+        collective; returns the last variable's new values."""
+        local = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in variables]
+        summed = self._sum(np.concatenate(local)) / divide_by
+        offset = 0
+        for variable, values in zip(variables, local):
+            dtype = getattr(variable.dtype, "as_numpy_dtype", variable.dtype)   # a tf.Variable's DType or Keras' name
+            variable.assign(summed[offset:offset + values.size].reshape(variable.shape).astype(dtype))
+            offset += values.size
+        return summed[-local[-1].size:]
+
     def _reset_totals(self) -> None:
         self._totals.assign(np.zeros(2))
         if self.metrics is not None:
@@ -375,13 +390,7 @@ class KerasRunner:
     def _aggregated_logs(self, prefix: str = "") -> dict[str, float]:
         """Loss and metrics over every worker's rows since the last reset (a collective)."""
         variables = list(self.metrics.variables) if self.metrics is not None and self.metrics.built else []
-        local = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in variables] + [self._totals.numpy()]
-        summed = self._sum(np.concatenate(local))
-        offset = 0
-        for variable, values in zip(variables, local):
-            variable.assign(summed[offset:offset + values.size].reshape(variable.shape).astype(variable.dtype))
-            offset += values.size
-        loss_sum, rows = summed[-2:]
+        loss_sum, rows = self._sum_variables([*variables, self._totals])
         logs = {f"{prefix}loss": float(loss_sum / max(rows, 1.0))}
         if variables:
             logs.update({f"{prefix}{name}": float(value) for name, value in self.metrics.result().items()})
@@ -428,6 +437,7 @@ class KerasRunner:
                                   features, labels, np.int64(global_rows))
             step(features, labels, np.int64(global_rows))
             self._after_step(batch_index, fit_steps, started)
+        self._average_model_statistics()
         logs = self._aggregated_logs()
         if val_key is not None:
             self.callbacks.on_test_begin()
@@ -439,6 +449,18 @@ class KerasRunner:
         if self.rank == 0 and self.model_dir:
             self._write_checkpoint(checkpoint_path(self.model_dir, self.epoch))
         return {**logs, "stop_training": bool(self.model.stop_training), "epoch_time_s": time.monotonic() - started}
+
+    def _average_model_statistics(self) -> None:
+        """Average the model's floating non-trainable variables (BatchNormalization's moving mean
+        and variance) over the workers (a collective). Each worker updates them from its own share
+        of the rows; averaged, as ``tf.distribute`` aggregates them (sync-on-read, MEAN), every
+        worker holds the same model again before validation, callbacks and checkpoints. Integer
+        state (seed generators) is left alone."""
+        if self.world_size == 1:
+            return
+        statistics = [v for v in self.model.non_trainable_variables if np.dtype(v.dtype).kind == "f"]
+        if statistics:
+            self._sum_variables(statistics, divide_by=self.world_size)
 
     def _after_step(self, batch_index: int, fit_steps: int, started: float) -> None:
         now = time.monotonic()
