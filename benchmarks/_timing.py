@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: timed runs, their best and median, and the report's command line."""
+"""What the benchmark scripts share: timed runs, their best and median, progress lines, and the
+report's command line."""
 
 from __future__ import annotations
 
@@ -43,3 +44,8 @@ def timed(func: Callable[[], Any]) -> tuple[float, Any]:
 def command_line(script: str, argv: Optional[Sequence[str]]) -> str:
     """The command that reproduces this run, for the report."""
     return " ".join([".venv/bin/python", f"benchmarks/{script}", *(sys.argv[1:] if argv is None else argv)])
+
+
+def log(message: str) -> None:
+    """A timestamped progress line on stderr (the report itself goes to stdout)."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

@@ -49,17 +49,13 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from _timing import Timing, command_line, timed
+from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _timing import Timing, command_line, log, timed
 
 # No TensorFlow or Keras import at module level: the (a) child must size TensorFlow's thread pools
 # before anything starts its runtime.
 
-FEATURES, CLASSES = 64, 10
 LEARNING_RATE = 0.05
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def make_model() -> Any:
@@ -102,28 +98,11 @@ def read_epoch_times(path: str) -> list[float]:
         return [float(line) for line in handle if line.strip()]
 
 
-def make_dataframe(spark: Any, rows: int) -> Any:
-    """A cached frame of ``features: array<float>`` and ``label: int``; the label is a fixed linear
-    teacher's argmax, so the task is learnable (the rows of ``bench_torch_fit.py``)."""
-    from pyspark.sql import functions as F
-
-    teacher = np.random.default_rng(7).normal(size=(CLASSES, FEATURES))
-    features = F.array(*[(F.rand(seed=i) * 2 - 1).cast("float") for i in range(FEATURES)])
-    frame = spark.range(rows, numPartitions=4).select(features.alias("features"))
-    scores = [sum(F.col("features")[j] * float(teacher[c, j]) for j in range(FEATURES)) for c in range(CLASSES)]
-    best = F.greatest(*scores)
-    label = F.coalesce(*[F.when(scores[c] == best, F.lit(c)) for c in range(CLASSES)]).cast("int")
-    frame = frame.select("features", label.alias("label")).cache()
-    frame.count()
-    return frame
-
-
 def save_arrays(frame: Any, path: str) -> None:
     """The frame's rows as ``x`` (float32, rows x FEATURES) and ``y`` (int64) in an ``.npz`` file,
     which the (a) child processes read."""
-    table = frame.toArrow()
-    x = table.column("features").combine_chunks().flatten().to_numpy().reshape(-1, FEATURES).astype(np.float32)
-    np.savez(path, x=x, y=table.column("label").to_numpy().astype(np.int64))
+    x, y = frame_arrays(frame)
+    np.savez(path, x=x, y=y)
 
 
 # -- (a) plain Keras, in a child process -----------------------------------------------------------------

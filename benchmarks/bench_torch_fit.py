@@ -45,18 +45,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 import torch
-from _timing import Timing, command_line, timed
+from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _timing import Timing, command_line, log, timed
 from torch import nn
 
-FEATURES, CLASSES = 64, 10
 #: loads and toArrow() calls per round (each about 0.5 s; their best is compared)
 LOAD_SAMPLES = 3
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def make_model() -> nn.Module:
@@ -66,28 +61,6 @@ def make_model() -> nn.Module:
 
 def make_optimizer(parameters: Any) -> torch.optim.Optimizer:
     return torch.optim.SGD(parameters, lr=0.05, momentum=0.9)
-
-
-def make_dataframe(spark: Any, rows: int) -> Any:
-    """A cached frame of ``features: array<float>`` and ``label: int``; the label is a fixed linear
-    teacher's argmax, so the task is learnable."""
-    from pyspark.sql import functions as F
-
-    teacher = np.random.default_rng(7).normal(size=(CLASSES, FEATURES))
-    features = F.array(*[(F.rand(seed=i) * 2 - 1).cast("float") for i in range(FEATURES)])
-    frame = spark.range(rows, numPartitions=4).select(features.alias("features"))
-    scores = [sum(F.col("features")[j] * float(teacher[c, j]) for j in range(FEATURES)) for c in range(CLASSES)]
-    best = F.greatest(*scores)
-    label = F.coalesce(*[F.when(scores[c] == best, F.lit(c)) for c in range(CLASSES)]).cast("int")
-    frame = frame.select("features", label.alias("label")).cache()
-    frame.count()
-    return frame
-
-
-def arrays_of(frame: Any) -> tuple[np.ndarray, np.ndarray]:
-    table = frame.toArrow()
-    x = table.column("features").combine_chunks().flatten().to_numpy().reshape(-1, FEATURES)
-    return x.astype(np.float32), table.column("label").to_numpy().astype(np.int64)
 
 
 # -- (a) the plain loop ------------------------------------------------------------------------------
@@ -189,7 +162,7 @@ def ray_train_run(frame: Any, batch: int, epochs: int, storage: str) -> tuple[fl
     from ray.train.torch import TorchTrainer
 
     started = time.perf_counter()
-    x, y = arrays_of(frame)
+    x, y = frame_arrays(frame)
     dataset = ray.data.from_pandas(pd.DataFrame({"features": list(x), "label": y}))
     times_file = os.path.join(storage, f"epoch-times-{time.time_ns()}.json")
     trainer = TorchTrainer(
@@ -232,7 +205,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         spark = SparkSession.builder.getOrCreate()
         log(f"building {rows:,} rows")
         frame = make_dataframe(spark, rows)
-        x, y = (torch.from_numpy(a) for a in arrays_of(frame))
+        x, y = (torch.from_numpy(a) for a in frame_arrays(frame))
         ray_start_s, _ = timed(ray_context_started_on_demand)
         cases = {name: Timing() for name in ("a2", "a1", "b", "c", "d", "a2_large", "a1_large", "b_large", "c_large",
                                               "first_b", "first_c", "first_d", "second_b", "second_c", "load_c", "to_arrow", "to_arrow_same")}
