@@ -120,17 +120,21 @@ class WorkerError(ZooLiteError):
         The failed worker's rank.
     remote_traceback : str
         The worker's traceback (empty when the worker process died).
+    lost : bool
+        True when the worker's process or node was lost (killed, out of memory, executor gone),
+        as opposed to an error raised by the code it ran; ``fit`` recovers from lost workers.
     """
 
-    def __init__(self, rank: int, message: str, remote_traceback: str = "") -> None:
+    def __init__(self, rank: int, message: str, remote_traceback: str = "", lost: bool = False) -> None:
         self.rank = rank
         self.message = message
         self.remote_traceback = remote_traceback
+        self.lost = lost
         text = f"worker {rank}: {message}"
         super().__init__(f"{text}\nworker traceback:\n{remote_traceback}" if remote_traceback else text)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.rank, self.message, self.remote_traceback))
+        return (type(self), (self.rank, self.message, self.remote_traceback, self.lost))
 
 
 class WorkerTimeoutError(ZooLiteError):
@@ -148,6 +152,20 @@ def check_positive_int(value: Any, argument: str) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
+    return int(value)
+
+
+def check_non_negative_int(value: Any, argument: str) -> int:
+    """``value`` as an int if it is an integer >= 0 (numpy integers included, booleans not);
+    else an error naming ``argument``.
+
+    Examples
+    --------
+    >>> check_non_negative_int(0, "max_failures")
+    0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise InvalidArgumentError(f"{argument}={value!r} must be an integer >= 0")
     return int(value)
 
 

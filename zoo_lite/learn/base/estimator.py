@@ -9,18 +9,46 @@ the driver's state. A framework fills in the runner, its state bytes and its own
 
 from __future__ import annotations
 
+import logging
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Optional, Sequence, TypeVar, Union
 
-from zoo_lite.errors import InvalidArgumentError, kind_of
+from zoo_lite.errors import InvalidArgumentError, WorkerError, ZooLiteError, check_non_negative_int, kind_of
 from zoo_lite.learn.base.data_inputs import is_rows_input, normalize_cols, rows_in_ray
-from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo
+from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo, wait_for_free_cpus
 
-__all__ = ["GroupEstimator", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
+__all__ = ["GroupEstimator", "FitRecovery", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
 Cols = Union[None, str, Sequence[Hashable]]
 TRAIN, VALIDATION, EVALUATION = "train", "validation", "evaluation"
+T = TypeVar("T")
+
+_logger = logging.getLogger("zoo_lite.learn")
+#: every Estimator of this process, so that a new worker group can ask idle ones for their CPUs
+_live_estimators: "weakref.WeakSet[GroupEstimator]" = weakref.WeakSet()
+
+
+@dataclass
+class FitRecovery:
+    """How one ``fit`` resumes after a lost worker: the Estimator rebuilds its group on the Ray
+    nodes alive, from the state the driver kept after the last completed epoch.
+
+    ``restart`` reloads the data from its source and begins the fit again on the new group; the
+    failures seen so far are kept for the final error.
+    """
+
+    max_failures: int
+    restart: Callable[[], None]
+    failures: list[WorkerError] = field(default_factory=list)
+
+    def give_up_error(self) -> WorkerError:
+        """The last failure, with every attempt's cause, once ``max_failures`` is used up."""
+        last = self.failures[-1]
+        causes = "; ".join(f"attempt {n}: worker {e.rank}: {e.message}" for n, e in enumerate(self.failures, 1))
+        return WorkerError(last.rank, f"fit gave up after {len(self.failures)} lost worker(s), more than "
+                                      f"max_failures={self.max_failures} (raise max_failures to retry more). "
+                                      f"Causes: {causes}", last.remote_traceback, lost=True)
 
 
 @dataclass
@@ -39,12 +67,15 @@ class GroupEstimator:
     #: what the framework's own inputs are called in errors, e.g. "a torch DataLoader"
     framework_inputs = ""
 
-    def __init__(self, workers_per_node: int, start_timeout_s: float) -> None:
+    def __init__(self, workers_per_node: int, start_timeout_s: float, max_failures: int = 3) -> None:
         self.workers_per_node = workers_per_node
         self.start_timeout_s = start_timeout_s
+        self.max_failures = check_non_negative_int(max_failures, "max_failures")
         self._group: Optional[WorkerGroup] = None
         self._workers_have_driver_state = False
         self._feeds: dict[str, _LoadedFeed] = {}
+        self._busy = False
+        _live_estimators.add(self)
 
     # -- hooks ----------------------------------------------------------------------------------------
 
@@ -55,6 +86,17 @@ class GroupEstimator:
     def _driver_state_bytes(self) -> bytes:
         """The driver's model state, as the runners' ``set_state`` takes it."""
         raise NotImplementedError
+
+    def _pull_state(self) -> None:
+        """Bring rank 0's state (model, optimizer, scheduler, epoch) to the driver."""
+        raise NotImplementedError
+
+    def _fit_extras(self) -> Any:
+        """What else a resumed fit needs besides the model state (e.g. Keras callbacks' state)."""
+        return None
+
+    def _restore_fit_extras(self, extras: Any) -> None:
+        """Give a resumed fit's new group what :meth:`_fit_extras` returned."""
 
     def _is_framework_input(self, data: Any) -> bool:
         """True for the framework's own inputs (a DataLoader, a tf.data.Dataset, a creator)."""
@@ -72,9 +114,10 @@ class GroupEstimator:
             self._group.kill()
             self._group = None
         if self._group is None:
-            self._group = WorkerGroup(self._runner_factory(), self.workers_per_node, self.start_timeout_s)
             self._feeds = {}
             self._workers_have_driver_state = False
+            self._release_idle_groups()
+            self._group = WorkerGroup(self._runner_factory(), self.workers_per_node, self.start_timeout_s)
         if not self._workers_have_driver_state:
             self._call("set_state", self._driver_state_bytes())
             self._workers_have_driver_state = True
@@ -89,12 +132,98 @@ class GroupEstimator:
     def _guarded(self, action: Callable[[WorkerGroup], Any]) -> Any:
         """Run ``action`` on the group; a failed group is dropped so that the next call starts afresh."""
         assert self._group is not None
+        self._busy = True
         try:
             return action(self._group)
         except BaseException:
-            if not self._group.actors:
+            if self._group is not None and not self._group.actors:
                 self._group, self._feeds = None, {}
             raise
+        finally:
+            self._busy = False
+
+    def _release_idle_groups(self) -> None:
+        """Free the CPUs a new group needs: the other Estimators' idle groups give theirs back (their
+        state is on the driver, and they restart on their next call); then wait briefly for Ray to
+        see the CPUs free, or say what holds them."""
+        others = [e for e in list(_live_estimators) if e is not self and e._group is not None]
+        for other in others:
+            if not other._busy:
+                _logger.info("releasing the idle workers of another Estimator to free their CPUs for this one "
+                             "(it restarts them on its next call)")
+                other._release_group()
+        busy = sum(1 for other in others if other._busy)
+        wait_for_free_cpus(f"{busy} other Estimator(s) of this process in a call" if busy else "")
+
+    def _release_group(self) -> None:
+        """End the group, keeping the driver's state as the one the next group starts from."""
+        if self._group is not None and self._group.actors and not self._workers_have_driver_state:
+            self._pull_state()   # e.g. after load(): the driver already holds that state
+        self.shutdown()
+
+    def _with_recovery(self, action: Callable[[], T], recovery: FitRecovery, where: str) -> T:
+        """Run ``action``; when a worker is lost, rebuild the group from the driver's state with
+        ``recovery.restart`` and run it again, at most ``recovery.max_failures`` times per fit."""
+        while True:
+            try:
+                return action()
+            except WorkerError as error:
+                if not error.lost:
+                    raise
+                self._recover(error, recovery, where)
+
+    def _recover(self, error: WorkerError, recovery: FitRecovery, where: str) -> None:
+        """A new group resumed from the driver's state; a loss during the restart counts as a failure too."""
+        while True:
+            recovery.failures.append(error)
+            if len(recovery.failures) > recovery.max_failures:
+                raise recovery.give_up_error() from error
+            extras = self._kept_fit_extras
+            self.shutdown(force=True)
+            try:
+                self._workers()   # a new group on the nodes alive, given the driver's state
+                _logger.warning("worker %d lost in %s; resuming from %s on %d workers (failure %d of at most %d)",
+                                error.rank, where, self._resume_point(), self.num_workers, len(recovery.failures),
+                                recovery.max_failures)
+                self._reload(recovery, error)
+                self._restore_fit_extras(extras)
+                return
+            except WorkerError as again:
+                if not again.lost:
+                    raise
+                error = again
+
+    @staticmethod
+    def _reload(recovery: FitRecovery, error: WorkerError) -> None:
+        try:
+            recovery.restart()
+        except (ZooLiteError, KeyboardInterrupt):
+            raise
+        except Exception as cause:
+            raise WorkerError(error.rank, f"{error.message}; fit could not resume because its data could not be read "
+                                          f"again from the source ({type(cause).__name__}: {cause}); pass data that can be "
+                                          "read again: an XShards, a Spark DataFrame, or a creator function") from cause
+
+    def _trained_epochs(self) -> int:
+        """Epochs the driver's state has been trained for (over every fit)."""
+        raise NotImplementedError
+
+    def _resume_point(self) -> str:
+        """Where a resumed fit starts, for the log line."""
+        done = self._trained_epochs()
+        return f"epoch {done}" if done else "the start"
+
+    def _fit_recovery(self, restart: Callable[[], None]) -> FitRecovery:
+        """The recovery plan of a new ``fit`` (nothing kept from an earlier fit's callbacks)."""
+        self._kept_fit_extras = None
+        return FitRecovery(self.max_failures, restart)
+
+    def _keep_epoch_state(self) -> None:
+        """After each completed epoch: the state (and fit extras) a resumed fit starts from."""
+        self._pull_state()
+        self._kept_fit_extras = self._fit_extras()
+
+    _kept_fit_extras: Any = None
 
     @property
     def num_workers(self) -> int:

@@ -49,6 +49,7 @@ class ProgressReporter:
         self.poll_progress = poll_progress
         self.bar = None
         self._postfix: dict[str, str] = {}
+        self._step_offset = 0
         if use_tqdm:
             from tqdm.auto import tqdm
 
@@ -60,7 +61,7 @@ class ProgressReporter:
             return
         progress = self.poll_progress()
         if "step" in progress:
-            self.bar.n = max(self.bar.n, progress["step"])
+            self.bar.n = max(self.bar.n, self._step_offset + progress["step"])
             self._show(loss=progress.get("loss", float("nan")), samples_per_s=progress.get("samples_per_s", 0.0))
             self.bar.refresh()
 
@@ -69,6 +70,10 @@ class ProgressReporter:
         assert self.bar is not None
         self._postfix.update({name: f"{value:.4f}" if name == "loss" else f"{value:.0f}" for name, value in values.items()})
         self.bar.set_postfix(self._postfix, refresh=False)
+
+    def resume_at(self, steps_done: int) -> None:
+        """A resumed fit's new workers count their steps from 0 again: add the steps already done."""
+        self._step_offset = steps_done
 
     def epoch_done(self, stats: dict[str, Any], steps_done: int) -> None:
         if self.bar is not None:

@@ -24,11 +24,15 @@ from typing import Any, Callable, Optional, Sequence
 from zoo_lite.errors import WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.user_code import user_code_by_value
 
-__all__ = ["WorkerGroup", "WorkerInfo"]
+__all__ = ["WorkerGroup", "WorkerInfo", "wait_for_free_cpus"]
 
 _NAMESPACE = "zoo_lite"
 _POLL_INTERVAL_S = 0.5
 _SHUTDOWN_TIMEOUT_S = 15.0
+#: how long a failed call waits for news of a dead peer, which would be the root cause
+_PEER_DEATH_GRACE_S = 3.0
+#: how long a new group waits for CPUs that were just released to show as free in Ray
+_FREE_CPU_WAIT_S = 10.0
 #: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
 _ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -98,6 +102,30 @@ def _cpu_nodes() -> list[tuple[str, float]]:
     nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0]
     nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
     return [(node["NodeID"], float(node["Resources"]["CPU"])) for node in nodes]
+
+
+def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -> None:
+    """Wait until every CPU of the Ray cluster is free, as a new group needs (it takes each node's
+    CPUs); after ``timeout_s`` say what holds them instead of letting the group wait for its whole
+    start timeout. ``holders`` names holders the caller knows of."""
+    from zoo_lite.context import ray_context_started_on_demand
+
+    import ray
+
+    ray_context_started_on_demand()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        needed = sum(cpus for _, cpus in _cpu_nodes())
+        free = ray.available_resources().get("CPU", 0.0)
+        if free + 1e-6 >= needed or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if free + 1e-6 < needed:
+        held_by = holders or "Ray actors or tasks outside zoo_lite's Estimators (your own ray.remote code, or another driver)"
+        raise WorkerTimeoutError(
+            f"a worker group needs all {needed:g} CPUs of the Ray nodes, but only {free:g} were free after {timeout_s:.0f} s: "
+            f"they are held by {held_by}; call shutdown() on an Estimator you no longer use, or end what holds them"
+        )
 
 
 class WorkerGroup:
@@ -234,8 +262,14 @@ class WorkerGroup:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while pending:
             ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_INTERVAL_S)
+            failures: list[WorkerError] = []
             for future in ready:
-                results[rank_of[future]] = _result_of(future, rank_of[future], what)
+                try:
+                    results[rank_of[future]] = _result_of(future, rank_of[future], what)
+                except WorkerError as failure:
+                    failures.append(failure)
+            if failures:
+                raise _root_failure(failures, pending, rank_of, what)
             if on_poll is not None:
                 on_poll()
             if pending and deadline is not None and time.monotonic() > deadline:
@@ -265,6 +299,24 @@ class WorkerGroup:
         self.kill()
 
 
+def _root_failure(failures: list[WorkerError], pending: list[Any], rank_of: dict[Any, int], what: str) -> WorkerError:
+    """The failure to report: a lost worker rather than the errors its peers then hit in a
+    collective (gloo's "connection reset by peer"), which may arrive first; peers still running
+    get a moment to show whether one of them died."""
+    import ray
+
+    deadline = time.monotonic() + _PEER_DEATH_GRACE_S
+    while not any(failure.lost for failure in failures) and pending and time.monotonic() < deadline:
+        ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.1)
+        for future in ready:
+            try:
+                _result_of(future, rank_of[future], what)
+            except WorkerError as failure:
+                failures.append(failure)
+    lost = [failure for failure in failures if failure.lost]
+    return lost[0] if lost else failures[0]
+
+
 def _result_of(future: Any, rank: int, what: str) -> Any:
     """The value of a finished call, or the worker's failure as a ZooLiteError."""
     import ray
@@ -281,4 +333,4 @@ def _result_of(future: Any, rank: int, what: str) -> Any:
         raise WorkerError(rank, f"{what} failed: {kind}: {cause}", remote_traceback) from error
     except ray.exceptions.RayActorError as error:
         raise WorkerError(rank, f"the worker process died during {what} ({error.__class__.__name__}); "
-                                "a fresh worker group is started on next use") from error
+                                "a fresh worker group is started on next use", lost=True) from error

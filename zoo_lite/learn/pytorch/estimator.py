@@ -42,8 +42,8 @@ class TorchEstimator(GroupEstimator):
     framework_inputs = "a torch DataLoader, or a creator (config, batch_size) -> DataLoader"
 
     def __init__(self, spec: TorchSpec, workers_per_node: int, use_tqdm: bool, model_dir: Optional[str],
-                 log_level: int, start_timeout_s: float) -> None:
-        super().__init__(workers_per_node, start_timeout_s)
+                 log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
+        super().__init__(workers_per_node, start_timeout_s, max_failures)
         self.spec = spec
         self.use_tqdm = use_tqdm
         self.model_dir = model_dir
@@ -75,6 +75,9 @@ class TorchEstimator(GroupEstimator):
         state = state_from_bytes(self._call_rank0("get_state"))
         self._model.load_state_dict(state.pop("model_state"))
         self._state = state
+
+    def _trained_epochs(self) -> int:
+        return int(self._state["epoch"])
 
     # -- the user's API ---------------------------------------------------------------------------------
 
@@ -113,20 +116,34 @@ class TorchEstimator(GroupEstimator):
             raise InvalidArgumentError("fit: max_steps and reduce_results=False are not supported; stop by epochs instead")
         callback_list = list(callbacks or []) + ([ModelCheckpoint(self.model_dir)] if self.model_dir else [])
         CallbackList(callback_list)   # type check on the driver
-        train_rows, batch_size = self._load(TRAIN, data, feature_cols, label_cols, batch_size)
-        if validation_data is not None:
-            self._load(VALIDATION, validation_data, feature_cols, label_cols, batch_size)
-        steps_each = steps.steps_per_epoch(train_rows, batch_size)
+        def load() -> tuple[int, int]:
+            rows, global_batch = self._load(TRAIN, data, feature_cols, label_cols, batch_size)
+            if validation_data is not None:
+                self._load(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
+            return rows, global_batch
+
+        train_rows, global_batch = load()
+        steps_each = steps.steps_per_epoch(train_rows, global_batch)
         reporter = ProgressReporter(self.use_tqdm, steps_each * epochs, lambda: self._group.progress() if self._group else {}, self.logger)
-        history = []
-        try:
+        history: list[dict[str, Any]] = []
+
+        def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
+            load()
+            reporter.resume_at(steps_each * len(history))
             self._call("begin_fit", callback_list)
+
+        recovery = self._fit_recovery(restart)
+        val_key = VALIDATION if validation_data is not None else None
+        try:
+            self._with_recovery(lambda: self._call("begin_fit", callback_list), recovery, "begin_fit")
             for epoch in range(epochs):
-                stats = self._call("train_epoch", TRAIN, batch_size, True,
-                                   VALIDATION if validation_data is not None else None, on_poll=reporter.poll)[0]
+                stats = self._with_recovery(
+                    lambda: self._call("train_epoch", TRAIN, global_batch, True, val_key, on_poll=reporter.poll)[0],
+                    recovery, f"epoch {self._trained_epochs() + 1}")
+                self._keep_epoch_state()
                 reporter.epoch_done(stats, steps_each * (epoch + 1))
                 history.append(stats)
-            self._call("end_fit")
+            self._with_recovery(lambda: self._call("end_fit"), recovery, "end_fit")
         finally:
             reporter.close()
         self._pull_state()
@@ -208,7 +225,7 @@ class Estimator:
                    config: Optional[dict[str, Any]] = None, workers_per_node: int = 1,
                    scheduler_creator: Optional[Callable[..., Any]] = None, use_tqdm: bool = False,
                    model_dir: Optional[str] = None, seed: Optional[int] = None, sync_stats: bool = True,
-                   log_level: int = logging.INFO, start_timeout_s: float = 180.0) -> TorchEstimator:
+                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3) -> TorchEstimator:
         """A PyTorch Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
 
         Parameters
@@ -239,6 +256,11 @@ class Estimator:
             When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
         seed : int, optional
             Seeds the model creator, shuffling and workers: the same call twice gives the same model.
+        max_failures : int, default 3
+            Lost workers (a killed process, a lost node) a ``fit`` recovers from: the driver keeps
+            the state after every epoch, and the fit resumes from the last completed epoch on a
+            new group on the nodes alive. Past this many, the last ``WorkerError`` is raised with
+            every attempt's cause. 0 turns recovery off.
 
         Examples
         --------
@@ -263,7 +285,7 @@ class Estimator:
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
         spec = TorchSpec.from_user(model, optimizer, loss, metrics, scheduler_creator, config, int(seed), sync_stats)
-        return TorchEstimator(spec, workers_per_node, use_tqdm, model_dir, log_level, start_timeout_s)
+        return TorchEstimator(spec, workers_per_node, use_tqdm, model_dir, log_level, start_timeout_s, max_failures)
 
     @staticmethod
     def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:

@@ -47,8 +47,8 @@ class KerasEstimator(GroupEstimator):
     framework_inputs = "a tf.data.Dataset, or a creator (config, batch_size) -> tf.data.Dataset"
 
     def __init__(self, spec: KerasSpec, model: Any, workers_per_node: int, model_dir: Optional[str],
-                 log_level: int, start_timeout_s: float) -> None:
-        super().__init__(workers_per_node, start_timeout_s)
+                 log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
+        super().__init__(workers_per_node, start_timeout_s, max_failures)
         self.spec = spec
         self.model_dir = model_dir
         self.logger = learn_logger(log_level)
@@ -74,6 +74,16 @@ class KerasEstimator(GroupEstimator):
     def _pull_state(self) -> None:
         keras_bytes, self._epoch = state_from_bytes(self._call_rank0("get_state"))
         load_state_into(self._model, keras_bytes)
+
+    def _trained_epochs(self) -> int:
+        return self._epoch
+
+    def _fit_extras(self) -> Any:
+        return self._call_rank0("callback_states")
+
+    def _restore_fit_extras(self, extras: Any) -> None:
+        if extras is not None:
+            self._call("restore_callback_states", extras)
 
     def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
              need_labels: bool = True) -> tuple[int, int]:
@@ -136,9 +146,13 @@ class KerasEstimator(GroupEstimator):
         user_callbacks = check_callbacks(callbacks)
         histories = [c for c in user_callbacks if type(c) is keras.callbacks.History]
         worker_callbacks = [c for c in user_callbacks if type(c) is not keras.callbacks.History]
-        train_rows, batch_size = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
-        if validation_data is not None:
-            self._put(VALIDATION, validation_data, feature_cols, label_cols, batch_size)
+        def load() -> tuple[int, int]:
+            rows, global_batch = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
+            if validation_data is not None:
+                self._put(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
+            return rows, global_batch
+
+        train_rows, batch_size = load()
         steps_each = min(steps.steps_per_epoch(train_rows, batch_size), steps_per_epoch or np.iinfo(np.int64).max)
         reporter = ProgressReporter(verbose == 1, steps_each * (epochs - initial_epoch),
                                     lambda: self._group.progress() if self._group else {}, self.logger, quiet=verbose == 0)
@@ -147,12 +161,27 @@ class KerasEstimator(GroupEstimator):
             history.on_train_begin()
         results: dict[str, list[Any]] = {}
         logs: dict[str, Any] = {}
-        try:
+        epochs_done = 0
+
+        def begin() -> None:
             self._call("begin_fit", worker_callbacks, epochs, steps_each, self.model_dir)
+
+        def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
+            load()
+            reporter.resume_at(steps_each * epochs_done)
+            begin()
+
+        recovery = self._fit_recovery(restart)
+        try:
+            self._with_recovery(begin, recovery, "begin_fit")
             for epoch in range(initial_epoch, epochs):
                 validate = validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0
-                logs = self._call("train_epoch", TRAIN, batch_size, VALIDATION if validate else None, epoch, class_weight,
-                                  steps_per_epoch, validation_steps, on_poll=reporter.poll)[0]
+                logs = self._with_recovery(
+                    lambda: self._call("train_epoch", TRAIN, batch_size, VALIDATION if validate else None, epoch,
+                                       class_weight, steps_per_epoch, validation_steps, on_poll=reporter.poll)[0],
+                    recovery, f"epoch {epoch + 1}")
+                self._keep_epoch_state()
+                epochs_done += 1
                 stop = logs.pop("stop_training")
                 epoch_time_s = logs.pop("epoch_time_s")
                 reporter.epoch_done({"epoch": epoch + 1, **logs, "epoch_time_s": epoch_time_s},
@@ -163,7 +192,7 @@ class KerasEstimator(GroupEstimator):
                     history.on_epoch_end(epoch, dict(logs))
                 if stop:
                     break
-            self._call("end_fit", logs)
+            self._with_recovery(lambda: self._call("end_fit", logs), recovery, "end_fit")
         finally:
             reporter.close()
         self._pull_state()
@@ -284,7 +313,7 @@ class Estimator:
                    config: Optional[dict[str, Any]] = None, compile_args_creator: Optional[Callable[[dict], dict]] = None,
                    workers_per_node: int = 1, backend: str = "ray", model_dir: Optional[str] = None,
                    seed: Optional[int] = None, keras_model: Any = None, verbose: bool = False, cpu_binding: bool = False,
-                   log_level: int = logging.INFO, start_timeout_s: float = 180.0) -> KerasEstimator:
+                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3) -> KerasEstimator:
         """A Keras Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
 
         Parameters
@@ -307,6 +336,11 @@ class Estimator:
             When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
         seed : int, optional
             Seeds the model creator, shuffling and workers: the same call twice gives the same model.
+        max_failures : int, default 3
+            Lost workers (a killed process, a lost node) a ``fit`` recovers from: the driver keeps
+            the model, optimizer, epoch and the callbacks' state after every epoch, and the fit
+            resumes from the last completed epoch on a new group on the nodes alive. Past this
+            many, the last ``WorkerError`` is raised with every attempt's cause. 0 turns recovery off.
 
         Examples
         --------
@@ -349,7 +383,7 @@ class Estimator:
             spec, model = _spec_of_model(spec, model)
         else:
             model = spec.build_model()   # the driver's copy, for get_model, save and predict
-        return KerasEstimator(spec, model, workers_per_node, model_dir, log_level, start_timeout_s)
+        return KerasEstimator(spec, model, workers_per_node, model_dir, log_level, start_timeout_s, max_failures)
 
     @staticmethod
     def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:

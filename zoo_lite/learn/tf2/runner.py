@@ -37,7 +37,7 @@ from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.checkpoints import checkpoint_path
 from zoo_lite.learn.base.host_exchange import HostSum, host_key, open_host_sum, shared_memory_directory, slots_nbytes
 from zoo_lite.learn.base.worker_group import WorkerInfo
-from zoo_lite.learn.tf2.callbacks import callbacks_for_rank, wants_batch_logs
+from zoo_lite.learn.tf2.callbacks import callback_states, callbacks_for_rank, restore_callback_states, wants_batch_logs
 from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
 from zoo_lite.learn.tf2.specs import KerasSpec, load_state_into, state_from_bytes, state_to_bytes
 
@@ -406,11 +406,19 @@ class KerasRunner:
         self._published_at = 0.0
         self.model_dir = model_dir
         self.model.stop_training = False
+        self.fit_callbacks = list(callbacks)
         mine = callbacks_for_rank(callbacks, self.rank)
         self._batch_logs_wanted = wants_batch_logs(mine)
         self.callbacks = keras.callbacks.CallbackList(mine, add_history=False, add_progbar=False, model=self.model,
                                                       verbose=0, epochs=epochs, steps=steps)
         self.callbacks.on_train_begin()
+
+    def callback_states(self) -> list[dict[str, Any]]:
+        """The fit's callbacks' state (rank 0 runs them all), for a resumed fit."""
+        return callback_states(self.fit_callbacks)
+
+    def restore_callback_states(self, states: list[dict[str, Any]]) -> None:
+        restore_callback_states(self.fit_callbacks, states)
 
     def end_fit(self, logs: dict[str, Any]) -> None:
         self.callbacks.on_train_end(logs)

@@ -1,0 +1,56 @@
+"""Fault injection for the recovery tests: callbacks that SIGKILL their own worker process at a
+chosen point, once (a marker file records the kill, so the resumed fit runs on) or every time."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any, Optional
+
+import keras
+
+from zoo_lite.learn.pytorch import Callback
+
+
+def kill_this_process_once(marker: Optional[str]) -> None:
+    """SIGKILL this process; with ``marker``, only if the marker file does not exist yet."""
+    if marker is not None:
+        if os.path.exists(marker):
+            return
+        with open(marker, "w") as file:
+            file.write(str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class TorchKiller(Callback):
+    """Kills the worker of ``rank`` after step ``step`` of the epoch that follows ``epochs_done`` epochs."""
+
+    def __init__(self, rank: int, epochs_done: int, step: int = 1, marker: Optional[str] = None) -> None:
+        self.rank, self.epochs_done, self.step, self.marker = rank, epochs_done, step, marker
+
+    def after_train_iter(self, runner: Any) -> None:
+        if runner.rank == self.rank and runner.epoch == self.epochs_done and runner.batch_idx == self.step:
+            kill_this_process_once(self.marker)
+
+
+class KerasKiller(keras.callbacks.Callback):
+    """Kills rank 0's worker (the callbacks that steer nothing run there) after batch ``step`` of epoch ``epoch``."""
+
+    def __init__(self, epoch: int, step: int = 1, marker: Optional[str] = None) -> None:
+        super().__init__()
+        self.kill_epoch, self.step, self.marker = epoch, step, marker
+        self.current_epoch = -1
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.current_epoch = epoch
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if self.current_epoch == self.kill_epoch and batch == self.step:
+            kill_this_process_once(self.marker)
+
+
+def momentum_linear_model(config: dict) -> keras.Model:
+    """A compiled linear regression whose optimizer has state (momentum), which a resume must keep."""
+    model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="mse")
+    return model

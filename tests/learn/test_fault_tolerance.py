@@ -1,0 +1,180 @@
+"""A fit survives lost workers; Estimators share the cluster. Real local-cluster Spark, real Ray,
+worker processes really killed (SIGKILL from inside, at a chosen step)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from typing import Iterator
+
+import numpy as np
+import pytest
+import ray
+import torch
+from torch import nn
+
+from tests.learn import faults
+from tests.learn.shards import shards_with_sizes
+from zoo_lite.errors import WorkerError, WorkerTimeoutError
+from zoo_lite.learn.pytorch import Estimator as TorchEstimator
+from zoo_lite.learn.tf2 import Estimator as KerasEstimator
+
+pytestmark = pytest.mark.timeout(600)
+
+EPOCHS = 4
+
+
+def regression_shards():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(96, 2)).astype(np.float32)
+    y = (x @ np.array([[1.5], [-2.0]], dtype=np.float32) + 0.3).astype(np.float32)
+    return shards_with_sizes({"x": x, "y": y}, [20, 30, 46])
+
+
+def torch_estimator(exchange: str, **options) -> "TorchEstimator":
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1)
+    return TorchEstimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                     loss=nn.MSELoss(), seed=5, config={"shared_memory_exchange": exchange == "shared_memory"},
+                                     **options)
+
+
+def torch_weights(est) -> np.ndarray:
+    return np.concatenate([p.detach().numpy().ravel() for p in est.get_model().parameters()])
+
+
+@pytest.fixture
+def learn_log() -> Iterator[list[str]]:
+    """The zoo_lite.learn log lines written during the test."""
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Keep(level=logging.INFO)
+    logger = logging.getLogger("zoo_lite.learn")
+    logger.addHandler(handler)
+    yield lines
+    logger.removeHandler(handler)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_torch(ray_local_cluster) -> dict:
+    """Weights after an uninterrupted seeded mini-batch fit, per gradient exchange."""
+    weights = {}
+    for exchange in ("shared_memory", "gloo"):
+        est = torch_estimator(exchange)
+        est.fit(regression_shards(), epochs=EPOCHS, batch_size=16)
+        weights[exchange] = torch_weights(est)
+        est.shutdown()
+    return weights
+
+
+@pytest.mark.parametrize("exchange", ["shared_memory", "gloo"])
+def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
+        uninterrupted_torch, exchange, tmp_path, learn_log) -> None:
+    est = torch_estimator(exchange)
+    killer = faults.TorchKiller(rank=1, epochs_done=2, step=1, marker=str(tmp_path / "killed"))
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, callbacks=[killer])
+
+    assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
+    assert [h["epoch"] for h in history] == [1, 2, 3, 4]
+    assert all(h["num_samples"] == 96 for h in history)
+    np.testing.assert_allclose(torch_weights(est), uninterrupted_torch[exchange], rtol=0, atol=1e-5)
+    assert any("worker 1 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
+    assert est._group.call("exchange_kind") == [exchange, exchange]
+    est.shutdown()
+
+
+def test_a_fit_gives_up_after_max_failures_with_every_attempts_cause(ray_local_cluster) -> None:
+    est = torch_estimator("shared_memory", max_failures=1)
+    killer = faults.TorchKiller(rank=0, epochs_done=0, step=0)   # no marker: dies on every attempt
+    with pytest.raises(WorkerError, match=r"gave up after 2 lost worker\(s\), more than max_failures=1") as caught:
+        est.fit(regression_shards(), epochs=2, batch_size=16, callbacks=[killer])
+    assert caught.value.lost and str(caught.value).count("the worker process died during train_epoch") == 2
+    # the Estimator still works afterwards
+    assert est.fit(regression_shards(), epochs=1, batch_size=16)[0]["epoch"] == 1
+    est.shutdown()
+
+
+def test_max_failures_zero_turns_recovery_off(ray_local_cluster, tmp_path) -> None:
+    est = torch_estimator("shared_memory", max_failures=0)
+    killer = faults.TorchKiller(rank=1, epochs_done=0, step=0, marker=str(tmp_path / "killed"))
+    with pytest.raises(WorkerError, match="max_failures=0"):
+        est.fit(regression_shards(), epochs=2, batch_size=16, callbacks=[killer])
+    est.shutdown()
+
+
+@pytest.mark.parametrize("exchange", ["shared_memory", "collective"])
+def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
+        ray_local_cluster, exchange, tmp_path, learn_log) -> None:
+    config = {"shared_memory_exchange": exchange == "shared_memory"}
+    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
+    expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0)
+    expected_weights = [w.copy() for w in reference.get_model().get_weights()]
+    reference.shutdown()
+
+    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
+    killer = faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[killer])
+
+    assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
+    assert len(history["loss"]) == EPOCHS
+    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    for got, want in zip(est.get_model().get_weights(), expected_weights):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    assert any("worker 0 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
+    est.shutdown()
+
+
+def test_two_live_estimators_take_turns_without_waiting_for_the_start_timeout(ray_local_cluster) -> None:
+    first = torch_estimator("shared_memory", start_timeout_s=60)
+    first.fit(regression_shards(), epochs=1, batch_size=16)
+    before = first.evaluate(regression_shards(), batch_size=32)
+
+    second = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, seed=5, start_timeout_s=60)
+    assert len(second.fit(regression_shards(), epochs=1, batch_size=16, verbose=0)["loss"]) == 1
+    assert first._group is None   # it gave its CPUs back...
+    assert first.evaluate(regression_shards(), batch_size=32) == pytest.approx(before)   # ...and restarts as it was
+    assert second._group is None
+    first.shutdown()
+    second.shutdown()
+
+
+def test_cpus_held_outside_zoo_lite_give_a_clear_error_within_seconds(ray_local_cluster) -> None:
+    @ray.remote(num_cpus=1)
+    class Holder:
+        def ping(self) -> int:
+            return 1
+
+    holder = Holder.remote()
+    ray.get(holder.ping.remote(), timeout=60)
+    est = torch_estimator("shared_memory", start_timeout_s=120)
+    started = time.monotonic()
+    try:
+        with pytest.raises(WorkerTimeoutError, match=r"needs all 2 CPUs of the Ray nodes, but only 1 were free .* held by Ray actors"):
+            est.fit(regression_shards(), epochs=1, batch_size=16)
+        assert time.monotonic() - started < 60, "the error should come long before start_timeout_s"
+    finally:
+        ray.kill(holder)
+    assert est.fit(regression_shards(), epochs=1, batch_size=16)[0]["epoch"] == 1
+    est.shutdown()
+
+
+def test_sigint_during_fit_stops_it_and_the_next_fit_works(ray_local_cluster) -> None:
+    est = torch_estimator("shared_memory")
+    est.fit(regression_shards(), epochs=1, batch_size=16)   # group up, so the interrupt lands in an epoch
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(regression_shards(), epochs=10_000, batch_size=16)
+    finally:
+        timer.cancel()
+    history = est.fit(regression_shards(), epochs=2, batch_size=16)
+    assert [h["epoch"] for h in history] == [h["epoch"] for h in history] and len(history) == 2
+    est.shutdown()
