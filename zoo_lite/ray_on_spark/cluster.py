@@ -12,11 +12,12 @@ import logging
 import os
 import secrets
 import threading
+import time
 import uuid
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, decode_remote_error
 from zoo_lite.ray_on_spark.lease import LeaseServer
@@ -268,11 +269,28 @@ def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
 
 
+def _executors_registered(spark: "SparkSession", count: Callable[["SparkSession"], int], timeout_s: float) -> int:
+    """The executors registered once those spark-submit asked for (``spark.executor.instances``,
+    else at least one) have come up; a master whose executors never come is a clear error."""
+    wanted = max(1, int(spark.sparkContext.getConf().get("spark.executor.instances", "1")))
+    deadline = time.monotonic() + timeout_s
+    while count(spark) < wanted and time.monotonic() < deadline:
+        time.sleep(0.2)
+    executors = count(spark)
+    if executors == 0:
+        raise ClusterStartError(
+            f"Ray on Spark starts one Ray node per executor, but master={spark.sparkContext.master!r} registered no "
+            f"executor within ray_start_timeout_s={timeout_s:.0f} s; check that the cluster has free cores and memory "
+            "for the executors requested (spark-submit --num-executors/--executor-cores/--executor-memory)"
+        )
+    return executors
+
+
 def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayContext:
     from zoo_lite.context import _registered_executors
 
     _check_barrier_possible(spark)
-    executors = _registered_executors(spark)
+    executors = _executors_registered(spark, _registered_executors, settings.ray_start_timeout_s)
     num_nodes = settings.num_ray_nodes or executors
     if num_nodes > executors:
         raise InvalidArgumentError(
@@ -316,4 +334,20 @@ def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mod
         )
     if cluster_mode == "local":
         return _start_local(settings, local_cores)
+    master = spark.sparkContext.master
+    if runs_tasks_in_driver(master):
+        # spark-submit --master local[N] (or an adopted local session): the tasks run in the
+        # driver's JVM and there are no executors to start nodes in, so Ray runs as in local mode
+        return _start_local(settings, spark.sparkContext.defaultParallelism)
     return _start_on_executors(spark, settings)
+
+
+def runs_tasks_in_driver(master: str) -> bool:
+    """True for Spark masters that run tasks inside the driver JVM, with no executors.
+
+    Examples
+    --------
+    >>> [runs_tasks_in_driver(m) for m in ("local", "local[2]", "local[*, 3]", "local-cluster[2,1,1024]", "yarn")]
+    [True, True, True, False, False]
+    """
+    return master == "local" or master.startswith("local[")
