@@ -306,12 +306,27 @@ def _start_ray(context: _ActiveContext) -> "RayContext":
 
 def ray_context_started_on_demand() -> "RayContext":
     """The active context's Ray, started now with the context's Ray options if it has none yet
-    (the Estimators call this, so that ``init_ray_on_spark=True`` is optional)."""
+    (the Estimators call this, so that ``init_ray_on_spark=True`` is optional), or started again
+    if one of its nodes died (with its executor or its processes)."""
     with _lock:
         context = _require_active()
+        if context.ray is not None and context.ray.lost_nodes():
+            _restart_ray(context)
         if context.ray is None:
             context.ray = _start_ray(context)
         return context.ray
+
+
+def _restart_ray(context: _ActiveContext) -> None:
+    """End what is left of a Ray cluster that lost nodes; the caller starts a new one (a lost head
+    takes the whole cluster with it, and Ray ends a driver left without its head after 60 s)."""
+    assert context.ray is not None
+    import logging
+
+    logging.getLogger("zoo_lite").warning(
+        "Ray node(s) %s were lost (their executor or processes died); restarting Ray on Spark", context.ray.lost_nodes())
+    ray, context.ray = context.ray, None
+    ray.stop()
 
 
 def _require_active() -> _ActiveContext:

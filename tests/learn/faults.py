@@ -54,3 +54,20 @@ def momentum_linear_model(config: dict) -> keras.Model:
     model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="mse")
     return model
+
+
+class TorchPause(Callback):
+    """At step ``step`` of the epoch after ``epochs_done`` epochs, rank ``rank`` writes ``marker``
+    (once) and waits there, so that a test can kill its node or executor at a known point."""
+
+    def __init__(self, marker: str, rank: int = 0, epochs_done: int = 1, step: int = 1, wait_s: float = 120.0) -> None:
+        self.marker, self.rank, self.epochs_done, self.step, self.wait_s = marker, rank, epochs_done, step, wait_s
+
+    def after_train_iter(self, runner: Any) -> None:
+        import time
+
+        if (runner.rank == self.rank and runner.epoch == self.epochs_done and runner.batch_idx == self.step
+                and not os.path.exists(self.marker)):
+            with open(self.marker, "w") as file:
+                file.write(str(os.getpid()))
+            time.sleep(self.wait_s)   # the test kills this node meanwhile

@@ -76,6 +76,21 @@ class RayContext:
     driver_node: Optional[dict[str, Any]] = None
     _stopped: bool = field(default=False, repr=False)
 
+    def lost_nodes(self) -> list[str]:
+        """Names of this cluster's nodes that died (their executor or their processes): the
+        driver's lease with each node's watchdog tells within a fraction of a second, without
+        asking Ray, whose calls block while the head node is gone.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
+        >>> _ = init_orca_context(cores=1, init_ray_on_spark=True)
+        >>> OrcaContext.get_ray_context().lost_nodes()
+        []
+        >>> stop_orca_context()
+        """
+        return [] if self._stopped else self._lease.lost_nodes()
+
     def stop(self) -> None:
         """Disconnect the driver and end every Ray process of the cluster (idempotent)."""
         if self._stopped:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import select
 import socket
 import threading
 import time
@@ -82,6 +83,36 @@ class LeaseServer:
         """Names of the nodes whose watchdogs are connected."""
         with self._lock:
             return sorted(self._leases)
+
+    def lost_nodes(self) -> list[str]:
+        """Names of the leased nodes whose watchdog closed its connection without being asked to:
+        the node's processes, or the executor they belonged to, are gone. A watchdog sends nothing
+        until it is told to stop, so a readable lease can only be a closed one.
+
+        Examples
+        --------
+        >>> server = LeaseServer.start("127.0.0.1")
+        >>> server.lost_nodes()
+        []
+        >>> _ = server.stop_all(timeout_s=1.0)
+        """
+        with self._lock:
+            leases = dict(self._leases)
+        if not leases:
+            return []
+        readable, _, _ = select.select(list(leases.values()), [], [], 0)
+        lost = []
+        for name, connection in leases.items():
+            if connection in readable:
+                try:
+                    closed = connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    closed = False
+                except OSError:
+                    closed = True   # reset by the peer
+                if closed:
+                    lost.append(name)
+        return sorted(lost)
 
     def stop_others(self, keep: set[str], timeout_s: float) -> list[str]:
         """End every leased node not named in ``keep``; return their names.

@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence, TypeVar, Union
 
+from zoo_lite.context import ray_context_started_on_demand
 from zoo_lite.errors import InvalidArgumentError, WorkerError, ZooLiteError, check_non_negative_int, kind_of
 from zoo_lite.learn.base.data_inputs import is_rows_input, normalize_cols, rows_in_ray
 from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo, wait_for_free_cpus
@@ -110,6 +111,7 @@ class GroupEstimator:
 
     def _workers(self) -> WorkerGroup:
         """The live worker group, started (with Ray, on demand) if there is none."""
+        ray_context_started_on_demand()   # first, so that a Ray that lost a node is restarted
         if self._group is not None and not self._group.is_alive_in_current_ray():
             self._group.kill()
             self._group = None
@@ -148,7 +150,10 @@ class GroupEstimator:
         see the CPUs free, or say what holds them."""
         others = [e for e in list(_live_estimators) if e is not self and e._group is not None]
         for other in others:
-            if not other._busy:
+            if not other._group.is_alive_in_current_ray():   # ended with a Ray that was restarted
+                other._group.kill()
+                other._group, other._feeds = None, {}
+            elif not other._busy:
                 _logger.info("releasing the idle workers of another Estimator to free their CPUs for this one "
                              "(it restarts them on its next call)")
                 other._release_group()

@@ -95,13 +95,20 @@ class _WorkerActor:
             closer()
 
 
-def _cpu_nodes() -> list[tuple[str, float]]:
-    """(node id, CPUs) of every alive Ray node with CPUs, in a stable order."""
+@dataclass(frozen=True)
+class _CpuNode:
+    node_id: str
+    name: str      # zoo_lite's node name (``ray start --node-name``), as the Ray context's lease knows it
+    cpus: float
+
+
+def _cpu_nodes() -> list[_CpuNode]:
+    """Every alive Ray node with CPUs, in a stable order."""
     from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
     nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0]
     nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
-    return [(node["NodeID"], float(node["Resources"]["CPU"])) for node in nodes]
+    return [_CpuNode(node["NodeID"], node.get("NodeName", ""), float(node["Resources"]["CPU"])) for node in nodes]
 
 
 def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -> None:
@@ -115,7 +122,7 @@ def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -
     ray_context_started_on_demand()
     deadline = time.monotonic() + timeout_s
     while True:
-        needed = sum(cpus for _, cpus in _cpu_nodes())
+        needed = sum(node.cpus for node in _cpu_nodes())
         free = ray.available_resources().get("CPU", 0.0)
         if free + 1e-6 >= needed or time.monotonic() > deadline:
             break
@@ -162,9 +169,13 @@ class WorkerGroup:
 
         import ray
 
-        self.ray_address = ray_context_started_on_demand().address
+        self._ray_context = ray_context_started_on_demand()
+        self.ray_address = self._ray_context.address
         self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
-        self.actors = self._start_actors(runner_factory, workers_per_node, start_timeout_s, self.progress_board)
+        nodes = _cpu_nodes()
+        #: the zoo_lite node name each rank runs on
+        self.node_names = [node.name for node in nodes for _ in range(workers_per_node)]
+        self.actors = self._start_actors(nodes, runner_factory, workers_per_node, self.progress_board)
         try:
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             self._wait([actor.call.remote("connect", addresses) for actor in self.actors], "connect", start_timeout_s)
@@ -173,26 +184,25 @@ class WorkerGroup:
             raise
 
     @staticmethod
-    def _start_actors(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int, start_timeout_s: float,
+    def _start_actors(nodes: list[_CpuNode], runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int,
                       progress_board: Any) -> list[Any]:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        nodes = _cpu_nodes()
         if not nodes:
             raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
         world_size = len(nodes) * workers_per_node
         actor_class = ray.remote(_WorkerActor)
         actors = []
         with user_code_by_value():   # the runner factory carries the user's model and creators
-            for node_index, (node_id, cpus) in enumerate(nodes):
+            for node_index, node in enumerate(nodes):
                 for local in range(workers_per_node):
                     rank = node_index * workers_per_node + local
-                    info = WorkerInfo(rank, world_size, max(1, int(cpus // workers_per_node)),
+                    info = WorkerInfo(rank, world_size, max(1, int(node.cpus // workers_per_node)),
                                       progress_board if rank == 0 else None)
                     actors.append(actor_class.options(
-                        num_cpus=cpus / workers_per_node, namespace=_NAMESPACE,
-                        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                        num_cpus=node.cpus / workers_per_node, namespace=_NAMESPACE,
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
                     ).remote(runner_factory, info))
         return actors
 
@@ -202,11 +212,14 @@ class WorkerGroup:
         return len(self.actors)
 
     def is_alive_in_current_ray(self) -> bool:
-        """False once the Ray cluster this group started in has been stopped or replaced."""
+        """False once the group ended, or the Ray cluster it started in was stopped or replaced."""
+        return bool(self.actors) and self._in_current_ray()
+
+    def _in_current_ray(self) -> bool:
         from zoo_lite.context import OrcaContext
 
         ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
-        return bool(self.actors) and ray_context is not None and ray_context.address == self.ray_address
+        return ray_context is not None and ray_context.address == self.ray_address and not ray_context.lost_nodes()
 
     def call(self, method: str, *args: Any, timeout_s: Optional[float] = None,
              on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
@@ -270,6 +283,7 @@ class WorkerGroup:
                     failures.append(failure)
             if failures:
                 raise _root_failure(failures, pending, rank_of, what)
+            self._raise_if_a_node_was_lost(what)
             if on_poll is not None:
                 on_poll()
             if pending and deadline is not None and time.monotonic() > deadline:
@@ -277,13 +291,23 @@ class WorkerGroup:
                 raise WorkerTimeoutError(f"workers {late} did not finish {what!r} within {timeout_s:.0f} s")
         return [results[rank] for rank in range(len(futures))]
 
+    def _raise_if_a_node_was_lost(self, what: str) -> None:
+        """A lost node ends the call at once: Ray itself may never report it (its calls block
+        while the head node is gone), but the node's lease closes within a second."""
+        lost = self._ray_context.lost_nodes()
+        if lost:
+            ranks = [rank for rank, name in enumerate(self.node_names) if name in lost]
+            raise WorkerError(ranks[0] if ranks else 0,
+                              f"Ray node(s) {lost} died during {what} (their executor or processes were lost; "
+                              f"workers {ranks} ran there); Ray on Spark is restarted on next use", lost=True)
+
     def kill(self) -> None:
         """End every actor at once (idempotent)."""
         import ray
 
         actors, self.actors = self.actors, []
         board, self.progress_board = self.progress_board, None
-        if ray.is_initialized():
+        if ray.is_initialized() and self._in_current_ray():   # else they ended with their cluster
             for actor in [*actors, *([board] if board is not None else [])]:
                 ray.kill(actor, no_restart=True)
 
@@ -291,7 +315,7 @@ class WorkerGroup:
         """Let each runner release its resources (bounded), then end the actors."""
         import ray
 
-        if self.actors and ray.is_initialized():
+        if self.actors and ray.is_initialized() and self._in_current_ray():
             try:
                 self._wait([actor.close.remote() for actor in self.actors], "close", _SHUTDOWN_TIMEOUT_S)
             except ZooLiteError:

@@ -1,0 +1,112 @@
+"""A fit survives a lost Ray node: the node's processes killed in local mode, an executor JVM
+killed on local-cluster. Ray on Spark is restarted and the fit resumes on the new nodes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import psutil
+import pytest
+import torch
+from torch import nn
+
+from tests.learn import faults
+from tests.learn.shards import shards_with_sizes
+from tests.ray_on_spark.helpers import wait_until_gone
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.learn.pytorch import Estimator
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
+
+EPOCHS = 3
+
+
+def regression_shards():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(64, 2)).astype(np.float32)
+    return shards_with_sizes({"x": x, "y": (x @ np.array([[1.0], [-1.0]], dtype=np.float32)).astype(np.float32)}, [24, 40])
+
+
+def estimator() -> "Estimator":
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1)
+    return Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                loss=nn.MSELoss(), seed=2)
+
+
+def weights(est) -> np.ndarray:
+    return np.concatenate([p.detach().numpy().ravel() for p in est.get_model().parameters()])
+
+
+def kill_when_paused(marker: Path, kill: Callable[[], None]) -> threading.Thread:
+    """Kill, from the driver, once a worker paused at its marker."""
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if marker.exists():
+            kill()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def kill_node_processes(node: dict) -> None:
+    """SIGKILL every process of a Ray node (below its watchdog): the node dies, its executor lives."""
+    for process in psutil.Process(node["watchdog_pid"]).children(recursive=True):
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+
+
+def fit_through_a_kill(tmp_path: Path, kill: Callable[[dict], None], node_index: int) -> tuple:
+    expected = estimator()
+    expected.fit(regression_shards(), epochs=EPOCHS, batch_size=16)
+    expected_weights = weights(expected)
+    expected.shutdown()
+
+    old_context = OrcaContext.get_ray_context()
+    victim = old_context.nodes[node_index]
+    marker = tmp_path / "paused"
+    watcher = kill_when_paused(marker, lambda: kill(victim))
+    est = estimator()
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16,
+                      callbacks=[faults.TorchPause(str(marker), rank=0, epochs_done=1, step=1)])
+    watcher.join(timeout=10)
+    assert marker.exists(), "no worker paused: the node was never killed"
+    new_context = OrcaContext.get_ray_context()
+    assert new_context is not old_context and new_context.address != old_context.address, "Ray was not restarted"
+    assert [h["epoch"] for h in history] == list(range(1, EPOCHS + 1))
+    np.testing.assert_allclose(weights(est), expected_weights, rtol=0, atol=1e-5)
+    est.shutdown()
+    return old_context, new_context
+
+
+def test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes(tmp_path) -> None:
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
+    try:
+        old_context, new_context = fit_through_a_kill(tmp_path, kill_node_processes, node_index=0)
+        assert len(new_context.nodes) == 1
+    finally:
+        stop_orca_context()
+    assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
+
+
+def test_local_cluster_restarts_ray_after_the_head_nodes_executor_jvm_is_killed_and_the_fit_completes(tmp_path) -> None:
+    # the head's executor: its loss takes the whole Ray cluster along (another executor's loss
+    # takes the same path, restarting Ray, and was checked by hand: it costs 110 s more here)
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    try:
+        _, new_context = fit_through_a_kill(tmp_path, lambda node: psutil.Process(node["executor_pid"]).kill(), 0)
+        assert len(new_context.nodes) == 2
+    finally:
+        stop_orca_context()
