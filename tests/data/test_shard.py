@@ -803,6 +803,88 @@ def test_concat_to_pdf(awkward, sc):
 
 
 # ---------------------------------------------------------------------------------------------
+# What a lazy collection reads from is kept alive by every collection derived from it (issue 14:
+# a RayXShards was collected before the SparkXShards from its to_spark_xshards() read it)
+# ---------------------------------------------------------------------------------------------
+
+class Source:
+    """Stands for what a collection reads lazily (a RayXShards' lease): any object will do."""
+
+
+def keeps(shards: SparkXShards, *sources: Source) -> bool:
+    return all(any(kept is source for kept in shards._keep_alive) for source in sources)
+
+
+def test_every_method_returning_a_collection_keeps_alive_what_its_inputs_keep(sc, awkward):
+    from zoo_lite.data.shard import keeping_alive
+
+    base, source = awkward[0], Source()
+    assert keeping_alive(base, [source]) is base and keeps(base, source)
+    derived = {
+        "transform_shard": base.transform_shard(lambda frame: frame),
+        "repartition": base.repartition(3),
+        "partition_by": base.partition_by("k", num_partitions=2),
+        "getitem": base["v"],
+        "select": base.select(["k"]),
+        "sort_values": base.sort_values("k"),
+        "drop_missing_value": base.drop_missing_value(),
+        "sample": base.sample(0.5, random_state=0),
+        "assembleFeatureLabelCols": base.assembleFeatureLabelCols(["v"], ["k"]),
+        "group_by": base.group_by("k", {"v": "sum"}),
+        "deduplicates": base.deduplicates(),
+        "chained": base.transform_shard(lambda frame: frame).repartition(2)["v"],
+    }
+    assert [name for name, shards in derived.items() if not keeps(shards, source)] == []
+    assert len(base._keep_alive) == 1 and len(derived["chained"]._keep_alive) == 1, "each source once"
+    # both inputs of zip and merge
+    other = Source()
+    right = keeping_alive(shards_of(sc, [make_frame(10, seed=1)], 1), [other])
+    assert keeps(base.merge(right, on="k"), source, other)
+    assert keeps(right.merge(base, on="k"), source, other)
+    left = keeping_alive(shards_of(sc, [np.arange(3), np.arange(2)], 2), [other])
+    paired = shards_of(sc, [np.arange(3), np.arange(2)], 2).transform_shard(lambda array: array)
+    assert keeps(paired.zip(left), other) and keeps(left.zip(paired), other)
+    # a list of collections (split), and collections that return themselves
+    tuples = keeping_alive(shards_of(sc, [(np.arange(2), np.arange(2))], 1), [source])
+    assert all(keeps(part, source) for part in tuples.split())
+    assert keeps(tuples.cache().uncache(), source)
+    # a collection without sources, or built from another's RDD, keeps nothing
+    assert shards_of(sc, [np.arange(2)], 1).repartition(2)._keep_alive == ()
+    assert SparkXShards(base.rdd)._keep_alive == ()
+
+
+def test_a_source_lives_until_the_last_collection_derived_from_it_is_gone(sc):
+    import gc
+    import weakref
+
+    from zoo_lite.data.shard import keeping_alive
+
+    source = Source()
+    gone = weakref.ref(source)
+    last = keeping_alive(shards_of(sc, [np.arange(4)], 1), [source]).transform_shard(np.negative).repartition(2)
+    del source
+    gc.collect()
+    assert gone() is not None
+    assert sorted(np.concatenate(last.collect()).tolist()) == [-3, -2, -1, 0]
+    del last
+    gc.collect()
+    assert gone() is None
+
+
+def test_methods_of_a_subclass_pass_it_on_as_well(sc):
+    from zoo_lite.data.shard import keeping_alive
+
+    class Doubling(SparkXShards):
+        def doubled(self) -> SparkXShards:
+            return SparkXShards(self.rdd.map(lambda array: array * 2))
+
+    source = Source()
+    doubling = keeping_alive(Doubling(sc.parallelize([np.arange(2)], 1)), [source])
+    assert keeps(doubling.doubled(), source) and keeps(doubling.repartition(2), source)
+    assert doubling.doubled().collect()[0].tolist() == [0, 2]
+
+
+# ---------------------------------------------------------------------------------------------
 # A stopped context (this test stops the shared context; the next `sc` user starts it again)
 # ---------------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -122,6 +123,102 @@ def test_release_makes_the_owners_forget_the_objects_and_the_owners_are_reused(r
     with pytest.raises(ZooLiteError, match="this RayXShards was released"):
         in_ray.collect()
     again.release()
+
+
+def owned_objects(owners, tag: str) -> int:
+    """How many objects the owner actors hold for ``tag``."""
+    import ray
+
+    return sum(len(by_index) for by_index in ray.get([owner.registered.remote(tag) for owner in owners]))
+
+
+def wait_until_forgotten(owners, tag: str, timeout_s: float = 30.0) -> int:
+    """Objects still held for ``tag`` once the owners forgot it or ``timeout_s`` passed
+    (forget() is sent without waiting)."""
+    deadline = time.monotonic() + timeout_s
+    while owned_objects(owners, tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return owned_objects(owners, tag)
+
+
+def test_chained_to_ray_to_spark_xshards_collect_keeps_the_ray_objects_alive(ray_local_cluster) -> None:
+    """Issue 14: the temporary RayXShards was collected (and its objects freed) before the lazy
+    SparkXShards read them, which failed with a KeyError in PartitionOwner.boxed."""
+    data = {"x": np.arange(12).reshape(6, 2), "y": np.arange(6)}
+    back = XShards.partition(data, num_shards=2).to_ray().to_spark_xshards().collect()
+    np.testing.assert_array_equal(np.concatenate([shard["y"] for shard in back]), data["y"])
+    np.testing.assert_array_equal(np.concatenate([shard["x"] for shard in back]), data["x"])
+
+
+def test_collections_derived_from_to_spark_xshards_keep_the_ray_objects_until_they_are_gone(ray_local_cluster) -> None:
+    in_ray = frames([3, 4]).to_ray()
+    owners, tag = list(in_ray._owners), in_ray._tag
+    doubled = in_ray.to_spark_xshards().transform_shard(lambda frame: frame * 2)
+    del in_ray
+    gc.collect()
+    assert owned_objects(owners, tag) == 2, "the derived SparkXShards must keep the RayXShards alive"
+    evened = doubled.repartition(3)
+    del doubled
+    gc.collect()
+    assert sorted(concat_ids(evened.collect())) == [2 * i for i in range(7)]
+    # a chain after to_spark_xshards, with nothing but the last collection referenced
+    chained = frames([2, 2]).to_ray().to_spark_xshards().transform_shard(lambda frame: frame + 1)[["id"]]
+    gc.collect()
+    assert concat_ids(chained.collect()) == [1, 2, 3, 4]
+    # a collection zipped with a derived one keeps the other side alive too
+    zipped = frames([1, 1]).zip(frames([1, 1]).to_ray().to_spark_xshards().transform_shard(lambda frame: frame))
+    gc.collect()
+    assert [(left["id"].tolist(), right["id"].tolist()) for left, right in zipped.collect()] == [([0], [0]), ([1], [1])]
+    # once the last derived collection is gone, the owners forget the objects
+    assert owned_objects(owners, tag) == 2
+    del evened
+    gc.collect()
+    assert wait_until_forgotten(owners, tag) == 0
+
+
+def concat_ids(frames_: list[pd.DataFrame]) -> list[int]:
+    return [int(i) for frame in frames_ for i in frame["id"]]
+
+
+def test_release_while_a_derived_collection_lives_is_deferred_until_it_is_gone(ray_local_cluster) -> None:
+    in_ray = frames([2, 3]).to_ray()
+    owners, tag = list(in_ray._owners), in_ray._tag
+    back = in_ray.to_spark_xshards()
+    derived = back.transform_shard(lambda frame: frame)
+    in_ray.release()
+    with pytest.raises(ZooLiteError, match="this RayXShards was released"):
+        in_ray.collect()
+    with pytest.raises(ZooLiteError, match="this RayXShards was released"):
+        in_ray.to_spark_xshards()
+    del in_ray
+    gc.collect()
+    assert concat_ids(back.collect()) == [0, 1, 2, 3, 4]
+    del back
+    gc.collect()
+    assert concat_ids(derived.collect()) == [0, 1, 2, 3, 4]
+    assert owned_objects(owners, tag) == 2
+    del derived
+    gc.collect()
+    assert wait_until_forgotten(owners, tag) == 0
+
+
+def test_reading_objects_the_owners_forgot_raises_a_clear_error(ray_local_cluster) -> None:
+    """A SparkXShards built directly from the RDD of a derived one does not keep the RayXShards
+    alive: reading it after the RayXShards is gone names what happened, not a KeyError."""
+    import ray
+
+    from zoo_lite.data.ray_xshards import PartitionReleasedError
+
+    in_ray = frames([2, 2]).to_ray()
+    owners, tag = list(in_ray._owners), in_ray._tag
+    bare = SparkXShards(in_ray.to_spark_xshards().rdd)  # the derived collection itself is dropped at once
+    del in_ray
+    gc.collect()
+    assert wait_until_forgotten(owners, tag) == 0
+    with pytest.raises(PartitionReleasedError, match=r"partition [01] of a RayXShards \(tag [0-9a-f]{8}\) is no longer held"):
+        bare.collect()
+    with pytest.raises(PartitionReleasedError, match=r"released .*keep the SparkXShards"):
+        ray.get(owners[0].boxed.remote(tag, 0))
 
 
 def test_a_killed_executor_ends_its_ray_node_and_its_partitions_are_reported_lost(ray_local_cluster) -> None:

@@ -8,6 +8,11 @@ task. There is one owner per Ray node, started once and reused by every ``to_ray
 actor costs about a second); each :class:`RayXShards` holds its objects there under its own tag,
 and :meth:`RayXShards.release` (or garbage collection) makes the owners forget the tag, which
 frees the objects.
+
+``RayXShards.to_spark_xshards()`` is lazy: its Spark tasks borrow the objects from the owners
+when an action runs. So the SparkXShards it returns, and every one derived from it, holds a lease
+on the RayXShards that keeps its objects until the last of them is gone, even when the RayXShards
+itself was released or dropped (``shards.to_ray().to_spark_xshards().collect()`` works).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
     from zoo_lite.data.shard import SparkXShards
     from zoo_lite.ray_on_spark import RayContext
 
-__all__ = ["RayXShards", "PartitionLostError", "ObjectStoreFullError", "shards_of_ranges"]
+__all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "ObjectStoreFullError", "shards_of_ranges"]
 
 _NAMESPACE = "zoo_lite"
 _GET_TIMEOUT_S = 600.0
@@ -37,6 +42,11 @@ class PartitionLostError(ZooLiteError):
 
 class ObjectStoreFullError(ZooLiteError):
     """A partition does not fit into the Ray object store."""
+
+
+class PartitionReleasedError(ZooLiteError):
+    """A Spark task read a partition of a RayXShards whose objects were freed already (e.g. through
+    an RDD taken out of a SparkXShards with ``.rdd``, which keeps nothing alive)."""
 
 
 class PartitionOwner:
@@ -57,8 +67,22 @@ class PartitionOwner:
         self.refs.setdefault(tag, {})[index] = boxed_ref[0]
 
     def boxed(self, tag: str, index: int) -> list[Any]:
-        """The reference of partition ``index``, boxed: the caller borrows it in-band."""
-        return [self.refs[tag][index]]
+        """The reference of partition ``index``, boxed: the caller borrows it in-band.
+
+        Raises
+        ------
+        PartitionReleasedError
+            This owner holds no such partition under ``tag``: its RayXShards was freed.
+        """
+        held = self.refs.get(tag, {})
+        if index not in held:
+            raise PartitionReleasedError(
+                f"partition {index} of a RayXShards (tag {tag[:8]}) is no longer held in Ray: the RayXShards was "
+                "released and its objects freed before this read; keep the SparkXShards from to_spark_xshards() (or "
+                "one derived from it through its methods) referenced while it is used (it keeps the RayXShards "
+                "alive; an RDD taken out with .rdd does not), or build the RayXShards again with to_ray()"
+            )
+        return [held[index]]
 
     def registered(self, tag: str) -> dict[int, list[Any]]:
         return {index: [ref] for index, ref in self.refs.get(tag, {}).items()}
@@ -76,6 +100,24 @@ class _Partition:
     rows: int
     holder: str  # name of the PartitionOwner that hands the reference to Spark tasks
     tag: str     # the RayXShards' key in that owner
+
+
+class _Lease:
+    """Held by a SparkXShards from :meth:`RayXShards.to_spark_xshards` and every collection derived
+    from it (their ``_keep_alive``): keeps the RayXShards, so its objects, alive while one of them
+    lives, and frees the objects when the last lease goes if the RayXShards was released."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: "RayXShards") -> None:
+        self.source = source
+        source._leases += 1
+
+    def __del__(self) -> None:
+        try:
+            self.source._lease_ended()
+        except Exception:  # noqa: BLE001 - interpreter shutdown or Ray already gone
+            pass
 
 
 #: in a Spark Python worker, the Ray address it is connected to
@@ -224,7 +266,10 @@ class RayXShards:
     """Partitions of an XShards held in Ray's object store, one object per partition.
 
     Built by :meth:`SparkXShards.to_ray`; each partition is the list of shards the Spark
-    partition held. It keeps the actors that own the objects: :meth:`release` frees them.
+    partition held. It keeps the actors that own the objects: :meth:`release` frees them, and so
+    does garbage collection. A SparkXShards from :meth:`to_spark_xshards` reads the objects lazily
+    and so keeps this RayXShards alive (as does every collection derived from it); a release
+    meanwhile is deferred until the last of them is gone (see :meth:`release`).
 
     Examples
     --------
@@ -245,7 +290,8 @@ class RayXShards:
         self._parts = list(partitions)
         self._owners = list(owners)
         self._tag = tag
-        self._released = False
+        self._released = False   # by the user: this handle cannot be used any more
+        self._leases = 0         # live leases of SparkXShards reading the objects (see _Lease)
 
     @property
     def _partitions(self) -> list[_Partition]:
@@ -353,9 +399,30 @@ class RayXShards:
         return RayXShards(partitions, [holder], tag)
 
     def to_spark_xshards(self) -> "SparkXShards":
-        """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray."""
+        """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray.
+
+        The result is lazy: its tasks read the objects when an action runs. It keeps this
+        RayXShards (and its objects) alive until it and every SparkXShards derived from it through
+        its methods are garbage-collected, even if this RayXShards is released or dropped first.
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> back = XShards.partition(np.arange(6), num_shards=2).to_ray().to_spark_xshards()
+        >>> back.transform_shard(np.negative).collect()  # the RayXShards lives on in back
+        [array([ 0, -1, -2]), array([-3, -4, -5])]
+        >>> stop_orca_context()
+        """
         from zoo_lite.context import OrcaContext, ray_context_started_on_demand
-        from zoo_lite.data.shard import SparkXShards
+        from zoo_lite.data.shard import SparkXShards, keeping_alive
 
         ray_context = ray_context_started_on_demand()
         sc = OrcaContext.get_spark_context()
@@ -363,10 +430,28 @@ class RayXShards:
         # closure would be serialised out of band, which Ray cannot track
         located = [(partition.holder, partition.tag, partition.index) for partition in self._partitions]
         fetch = _fetch_partition(ray_context.address, ray_context.auth_token, ray_context.nodes)
-        return SparkXShards(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch))
+        shards = SparkXShards(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch))
+        return keeping_alive(shards, (_Lease(self),))
 
     def release(self) -> None:
-        """Free the partition objects (idempotent); this RayXShards cannot be used afterwards."""
+        """Free the partition objects (idempotent); this RayXShards cannot be used afterwards.
+
+        While a SparkXShards from :meth:`to_spark_xshards`, or one derived from it, is still
+        referenced, it may yet read the objects: then they are freed only when the last of those
+        collections is garbage-collected (drop them with ``del``), and until then those
+        collections keep working. This RayXShards itself raises ZooLiteError from now on.
+        """
+        self._released = True
+        if not self._leases:
+            self._free()
+
+    def _lease_ended(self) -> None:
+        self._leases -= 1
+        if self._released and not self._leases:
+            self._free()
+
+    def _free(self) -> None:
+        """Make the owners forget this RayXShards' objects (idempotent)."""
         import ray
 
         owners, self._owners = self._owners, []
@@ -376,7 +461,7 @@ class RayXShards:
 
     def __del__(self) -> None:
         try:
-            self.release()
+            self._free()   # no lease is left: each would hold this RayXShards
         except Exception:  # noqa: BLE001 - interpreter shutdown or Ray already gone
             pass
 
@@ -429,7 +514,10 @@ def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> C
         shards: list[Any] = []
         for holder_name, tag, index in located:
             holder = ray.get_actor(holder_name, namespace=_NAMESPACE)
-            boxed = ray.get(holder.boxed.remote(tag, index), timeout=_GET_TIMEOUT_S)
+            try:
+                boxed = ray.get(holder.boxed.remote(tag, index), timeout=_GET_TIMEOUT_S)
+            except PartitionReleasedError as error:  # a RayTaskError that is an instance of its cause
+                raise getattr(error, "cause", error) from None  # the owner's error itself, without Ray's wrapping
             shards.extend(ray.get(boxed[0], timeout=_GET_TIMEOUT_S))
         return shards
 

@@ -5,11 +5,18 @@ method is a short call into :mod:`zoo_lite.data.partition_ops` (pure per-shard w
 :mod:`zoo_lite.data.convert` (format changes) and returns a new collection. Transformations are
 lazy, as in Spark: errors inside them surface at the next action (``collect``, ``len``, ...) as
 the zoo_lite error raised on the executor, with the partition index where it matters.
+
+Because they are lazy, a collection may read from something that must outlive it, e.g. the Ray
+objects of the :class:`~zoo_lite.data.ray_xshards.RayXShards` that ``to_spark_xshards()`` came
+from. Such objects are kept in the collection's ``_keep_alive``, and every collection a method
+returns keeps what its inputs keep: :meth:`XShards.__init_subclass__` wraps the methods of every
+XShards class once, so no method has to pass it on itself.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Optional, Sequence, TypeVar, Union
 
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["XShards", "SparkXShards"]
 
 T = TypeVar("T")
+XS = TypeVar("XS", bound="XShards")
 
 
 def _ensure_alive(sc: "SparkContext") -> None:
@@ -134,6 +142,52 @@ def _active_spark_context() -> "SparkContext":
     return OrcaContext.get_spark_context()
 
 
+# -- keeping alive what a lazy collection reads -------------------------------------------------------
+
+def keeping_alive(shards: XS, objects: Sequence[Any]) -> XS:
+    """``shards``, which from now on also keeps ``objects`` referenced (once each), and so does
+    every collection derived from it through its methods."""
+    kept = shards._keep_alive
+    added = tuple(obj for i, obj in enumerate(objects)
+                  if not any(obj is other for other in (*kept, *objects[:i])))
+    if added:
+        shards._keep_alive = kept + added
+    return shards
+
+
+#: dunder methods that return a derived collection (the others never do)
+_DERIVING_DUNDERS = frozenset({"__getitem__"})
+
+
+def _passing_keep_alive(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of an XShards class, changed so that every XShards it returns (alone, or in a
+    list or tuple) keeps alive what ``self`` and its XShards arguments keep alive."""
+
+    @functools.wraps(method)
+    def derive(self: "XShards", *args: Any, **kwargs: Any) -> Any:
+        result = method(self, *args, **kwargs)
+        inputs = (self, *args, *kwargs.values())
+        kept = [obj for value in inputs if isinstance(value, XShards) for obj in value._keep_alive]
+        if kept:
+            for item in result if isinstance(result, (list, tuple)) else (result,):
+                if isinstance(item, XShards):
+                    keeping_alive(item, kept)
+        return result
+
+    derive._passes_keep_alive = True  # type: ignore[attr-defined]
+    return derive
+
+
+def _pass_keep_alive_on(cls: type) -> None:
+    """Wrap, once, every method defined in ``cls`` that may return a derived collection (static
+    methods build new collections from nothing; properties and most dunders never derive)."""
+    for name, member in list(vars(cls).items()):
+        if not inspect.isfunction(member) or getattr(member, "_passes_keep_alive", False):
+            continue
+        if not name.startswith("__") or name in _DERIVING_DUNDERS:
+            setattr(cls, name, _passing_keep_alive(member))
+
+
 class XShards(ABC):
     """A distributed collection of shards. Build one with :meth:`partition`, the readers in
     :mod:`zoo_lite.data.pandas`, :meth:`SparkXShards.from_spark_df` or ``SparkXShards(rdd)``.
@@ -149,6 +203,21 @@ class XShards(ABC):
     (5, 2)
     >>> stop_orca_context()
     """
+
+    #: what this collection's lazy data reads from and must outlive it (e.g. a RayXShards' lease);
+    #: passed on to every collection derived from it (see __init_subclass__)
+    _keep_alive: tuple[Any, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Make every method of ``cls`` pass ``_keep_alive`` on to the collections it returns.
+
+        Done here, once per class (subclasses of SparkXShards included), rather than in each
+        method: a method added later cannot forget it. A collection built directly from another's
+        RDD (``SparkXShards(shards.rdd.map(f))``) is not derived through a method and keeps
+        nothing alive.
+        """
+        super().__init_subclass__(**kwargs)
+        _pass_keep_alive_on(cls)
 
     @staticmethod
     def partition(data: Any, num_shards: Optional[int] = None) -> "SparkXShards":
@@ -232,6 +301,17 @@ class SparkXShards(XShards):
         Kept for Orca compatibility; zoo_lite never caches implicitly (see :meth:`cache`).
     class_name : str, optional
         Kept for Orca compatibility.
+
+    Notes
+    -----
+    Every method that returns a collection returns a new one (or ``self``), which keeps alive
+    whatever its inputs read lazily: a SparkXShards from
+    :meth:`~zoo_lite.data.ray_xshards.RayXShards.to_spark_xshards`, and every SparkXShards derived
+    from it (``transform_shard``, ``repartition``, ``zip``, ...), keeps that RayXShards' objects
+    in Ray until the last of them is garbage-collected, so that
+    ``XShards.partition(data).to_ray().to_spark_xshards().collect()`` works. An RDD taken out
+    with ``.rdd`` does not keep them alive: use it (or a SparkXShards built on it) only while the
+    collection it came from is referenced.
 
     Examples
     --------
