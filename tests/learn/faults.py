@@ -23,13 +23,19 @@ def kill_this_process_once(marker: Optional[str]) -> None:
 
 
 class TorchKiller(Callback):
-    """Kills the worker of ``rank`` after step ``step`` of the epoch that follows ``epochs_done`` epochs."""
+    """Kills the worker of ``rank`` after step ``step`` of the epoch that follows ``epochs_done``
+    epochs; first removes the folder ``remove`` if given (a data source that is then gone)."""
 
-    def __init__(self, rank: int, epochs_done: int, step: int = 1, marker: Optional[str] = None) -> None:
-        self.rank, self.epochs_done, self.step, self.marker = rank, epochs_done, step, marker
+    def __init__(self, rank: int, epochs_done: int, step: int = 1, marker: Optional[str] = None,
+                 remove: Optional[str] = None) -> None:
+        self.rank, self.epochs_done, self.step, self.marker, self.remove = rank, epochs_done, step, marker, remove
 
     def after_train_iter(self, runner: Any) -> None:
         if runner.rank == self.rank and runner.epoch == self.epochs_done and runner.batch_idx == self.step:
+            if self.remove is not None:
+                import shutil
+
+                shutil.rmtree(self.remove, ignore_errors=True)
             kill_this_process_once(self.marker)
 
 

@@ -86,7 +86,27 @@ def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     assert all(h["num_samples"] == 96 for h in history)
     np.testing.assert_allclose(torch_weights(est), uninterrupted_torch[exchange], rtol=0, atol=1e-5)
     assert any("worker 1 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
+    stats_lines = [line.split()[1] for line in learn_log if line.startswith("epoch epoch=")]
+    assert stats_lines == [f"epoch={n}" for n in range(1, EPOCHS + 1)], learn_log   # each epoch's line once
     assert est._group.call("exchange_kind") == [exchange, exchange]
+    est.shutdown()
+
+
+def test_a_source_that_cannot_be_read_again_is_named_in_the_error(ray_local_cluster, tmp_path) -> None:
+    from zoo_lite import OrcaContext
+
+    spark = OrcaContext.get_spark_session()
+    shards = regression_shards().collect()
+    x = np.concatenate([s["x"] for s in shards])
+    y = np.concatenate([s["y"] for s in shards])
+    folder = str(tmp_path / "rows.parquet")
+    spark.createDataFrame([([float(v) for v in row], float(t)) for row, (t,) in zip(x, y)], ["x", "y"]).write.parquet(folder)
+    frame = spark.read.parquet(folder)
+    est = torch_estimator("shared_memory")
+    killer = faults.TorchKiller(rank=1, epochs_done=1, step=0, marker=str(tmp_path / "killed"), remove=folder)
+    with pytest.raises(WorkerError, match=r"fit could not resume because its data could not be read again from the source \("):
+        est.fit(frame, epochs=3, batch_size=16, feature_cols=["x"], label_cols=["y"], callbacks=[killer])
+    assert (tmp_path / "killed").exists()
     est.shutdown()
 
 

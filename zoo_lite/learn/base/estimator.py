@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence, TypeVar, Union
 
 from zoo_lite.context import ray_context_started_on_demand
-from zoo_lite.errors import InvalidArgumentError, WorkerError, ZooLiteError, check_non_negative_int, kind_of
+from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, kind_of
 from zoo_lite.learn.base.data_inputs import is_rows_input, normalize_cols, rows_in_ray
 from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo, wait_for_free_cpus
 
@@ -76,6 +76,7 @@ class GroupEstimator:
         self._workers_have_driver_state = False
         self._feeds: dict[str, _LoadedFeed] = {}
         self._busy = False
+        self._kept_fit_extras: Any = None   # what _fit_extras gave after the last completed epoch
         _live_estimators.add(self)
 
     # -- hooks ----------------------------------------------------------------------------------------
@@ -202,12 +203,12 @@ class GroupEstimator:
     def _reload(recovery: FitRecovery, error: WorkerError) -> None:
         try:
             recovery.restart()
-        except (ZooLiteError, KeyboardInterrupt):
-            raise
-        except Exception as cause:
-            raise WorkerError(error.rank, f"{error.message}; fit could not resume because its data could not be read "
-                                          f"again from the source ({type(cause).__name__}: {cause}); pass data that can be "
-                                          "read again: an XShards, a Spark DataFrame, or a creator function") from cause
+        except WorkerError as lost_again:
+            if lost_again.lost:
+                raise   # another loss: counted, and retried, by the caller
+            raise _unreadable(error, lost_again) from lost_again
+        except Exception as cause:  # noqa: BLE001 - whatever the source raised is named in the error
+            raise _unreadable(error, cause) from cause
 
     def _trained_epochs(self) -> int:
         """Epochs the driver's state has been trained for (over every fit)."""
@@ -227,8 +228,6 @@ class GroupEstimator:
         """After each completed epoch: the state (and fit extras) a resumed fit starts from."""
         self._pull_state()
         self._kept_fit_extras = self._fit_extras()
-
-    _kept_fit_extras: Any = None
 
     @property
     def num_workers(self) -> int:
@@ -291,3 +290,10 @@ class GroupEstimator:
         finally:
             in_ray.release()   # the workers hold their own copies now
         return sum(partition_rows)
+
+
+def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:
+    """A lost worker's fit that could not resume: its data could not be read again from the source."""
+    return WorkerError(error.rank, f"{error.message}; fit could not resume because its data could not be read again "
+                                   f"from the source ({type(cause).__name__}: {str(cause)[:1000]}); pass data that can be "
+                                   "read again (files that stay in place, an XShards, a creator function)")
