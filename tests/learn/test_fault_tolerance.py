@@ -3,6 +3,7 @@ worker processes really killed (SIGKILL from inside, at a chosen step)."""
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import signal
@@ -62,29 +63,40 @@ def learn_log() -> Iterator[list[str]]:
     logger.removeHandler(handler)
 
 
+@pytest.fixture(autouse=True)
+def no_exchange_file_left() -> Iterator[None]:
+    """After every test, killed workers included: nothing left in /dev/shm."""
+    yield
+    assert not glob.glob("/dev/shm/zoo_lite-*")
+
+
+#: (gradient exchange, global batch): seeded mini-batches on both exchanges, and full-batch descent
+TORCH_CASES = [("shared_memory", 16), ("gloo", 16), ("shared_memory", 96)]
+
+
 @pytest.fixture(scope="module")
 def uninterrupted_torch(ray_local_cluster) -> dict:
-    """Weights after an uninterrupted seeded mini-batch fit, per gradient exchange."""
+    """Weights after an uninterrupted seeded fit, per case."""
     weights = {}
-    for exchange in ("shared_memory", "gloo"):
+    for exchange, batch_size in TORCH_CASES:
         est = torch_estimator(exchange)
-        est.fit(regression_shards(), epochs=EPOCHS, batch_size=16)
-        weights[exchange] = torch_weights(est)
+        est.fit(regression_shards(), epochs=EPOCHS, batch_size=batch_size)
+        weights[exchange, batch_size] = torch_weights(est)
         est.shutdown()
     return weights
 
 
-@pytest.mark.parametrize("exchange", ["shared_memory", "gloo"])
+@pytest.mark.parametrize("exchange, batch_size", TORCH_CASES, ids=["mini-batch shared memory", "mini-batch gloo", "full batch"])
 def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
-        uninterrupted_torch, exchange, tmp_path, learn_log) -> None:
+        uninterrupted_torch, exchange, batch_size, tmp_path, learn_log) -> None:
     est = torch_estimator(exchange)
-    killer = faults.TorchKiller(rank=1, epochs_done=2, step=1, marker=str(tmp_path / "killed"))
-    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, callbacks=[killer])
+    killer = faults.TorchKiller(rank=1, epochs_done=2, step=1 if batch_size < 96 else 0, marker=str(tmp_path / "killed"))
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=batch_size, callbacks=[killer])
 
     assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
     assert [h["epoch"] for h in history] == [1, 2, 3, 4]
     assert all(h["num_samples"] == 96 for h in history)
-    np.testing.assert_allclose(torch_weights(est), uninterrupted_torch[exchange], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(torch_weights(est), uninterrupted_torch[exchange, batch_size], rtol=0, atol=1e-5)
     assert any("worker 1 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
     stats_lines = [line.split()[1] for line in learn_log if line.startswith("epoch epoch=")]
     assert stats_lines == [f"epoch={n}" for n in range(1, EPOCHS + 1)], learn_log   # each epoch's line once

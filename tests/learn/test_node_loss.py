@@ -83,6 +83,8 @@ def fit_through_a_kill(tmp_path: Path, kill: Callable[[dict], None], node_index:
     assert marker.exists(), "no worker paused: the node was never killed"
     new_context = OrcaContext.get_ray_context()
     assert new_context is not old_context and new_context.address != old_context.address, "Ray was not restarted"
+    old_processes = [psutil.Process(n["watchdog_pid"]) for n in old_context.nodes if psutil.pid_exists(n["watchdog_pid"])]
+    assert not wait_until_gone(old_processes), "the lost cluster's watchdogs are still running"
     assert [h["epoch"] for h in history] == list(range(1, EPOCHS + 1))
     np.testing.assert_allclose(weights(est), expected_weights, rtol=0, atol=1e-5)
     est.shutdown()
