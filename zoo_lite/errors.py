@@ -150,22 +150,23 @@ def check_positive_int(value: Any, argument: str) -> int:
     >>> check_positive_int(3, "epochs")
     3
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidArgumentError(f"{argument}={value!r} must be a positive integer")
-    return int(value)
+    return _check_int_at_least(value, argument, 1, "a positive integer")
 
 
 def check_non_negative_int(value: Any, argument: str) -> int:
-    """``value`` as an int if it is an integer >= 0 (numpy integers included, booleans not);
-    else an error naming ``argument``.
+    """As :func:`check_positive_int`, with 0 allowed.
 
     Examples
     --------
     >>> check_non_negative_int(0, "max_failures")
     0
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise InvalidArgumentError(f"{argument}={value!r} must be an integer >= 0")
+    return _check_int_at_least(value, argument, 0, "an integer >= 0")
+
+
+def _check_int_at_least(value: Any, argument: str, minimum: int, wanted: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InvalidArgumentError(f"{argument}={value!r} must be {wanted}")
     return int(value)
 
 

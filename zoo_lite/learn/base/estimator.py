@@ -276,6 +276,19 @@ class GroupEstimator:
             pass  # an input that cannot be weakly referenced is simply loaded again next time
         return total_rows, batch_size
 
+    def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
+             need_labels: bool = True) -> tuple[int, int]:
+        """:meth:`_load`, after the framework's own preparation of an input (none by default)."""
+        return self._load(key, data, feature_cols, label_cols, batch_size, need_labels)
+
+    def _load_for_fit(self, data: Any, validation_data: Any, feature_cols: Cols, label_cols: Cols,
+                      batch_size: int) -> tuple[int, int]:
+        """Put the training (and validation) data into the workers; (training rows, global batch)."""
+        rows, global_batch = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
+        if validation_data is not None:
+            self._put(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
+        return rows, global_batch
+
     def _load_rows(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, need_labels: bool) -> int:
         """Spread the rows of an XShards or DataFrame over the workers, local partitions first."""
         assert self._group is not None

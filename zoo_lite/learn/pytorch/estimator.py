@@ -117,10 +117,7 @@ class TorchEstimator(GroupEstimator):
         callback_list = list(callbacks or []) + ([ModelCheckpoint(self.model_dir)] if self.model_dir else [])
         CallbackList(callback_list)   # type check on the driver
         def load() -> tuple[int, int]:
-            rows, global_batch = self._load(TRAIN, data, feature_cols, label_cols, batch_size)
-            if validation_data is not None:
-                self._load(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
-            return rows, global_batch
+            return self._load_for_fit(data, validation_data, feature_cols, label_cols, batch_size)
 
         train_rows, global_batch = load()
         steps_each = steps.steps_per_epoch(train_rows, global_batch)

@@ -147,10 +147,7 @@ class KerasEstimator(GroupEstimator):
         histories = [c for c in user_callbacks if type(c) is keras.callbacks.History]
         worker_callbacks = [c for c in user_callbacks if type(c) is not keras.callbacks.History]
         def load() -> tuple[int, int]:
-            rows, global_batch = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
-            if validation_data is not None:
-                self._put(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
-            return rows, global_batch
+            return self._load_for_fit(data, validation_data, feature_cols, label_cols, batch_size)
 
         train_rows, batch_size = load()
         steps_each = min(steps.steps_per_epoch(train_rows, batch_size), steps_per_epoch or np.iinfo(np.int64).max)
