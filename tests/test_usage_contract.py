@@ -59,7 +59,7 @@ def test_pytorch_dataloader_snippet_runs_unchanged(sc):
     try:
         history = est.fit(data=train_loader, epochs=5)
         assert [h["num_samples"] for h in history] == [64] * 5
-        assert history[-1]["train_loss"] < history[0]["train_loss"]
+        assert history[-1]["train_loss"] < 0.3 * history[0]["train_loss"], history   # 0.72 to 0.023 and 1.03 to 0.034 in two (unseeded) runs
     finally:
         est.shutdown()
 
@@ -129,7 +129,8 @@ def test_tensorflow_dataset_to_keras_estimator_snippet_runs_unchanged(sc):
 
     try:
         history = est.fit(data=dataset, epochs=3)
-        assert history["accuracy"][-1] > history["accuracy"][0]
+        # an untrained model's loss is about ln 10 = 2.3 (ten classes); 0.74 when measured
+        assert history["loss"][-1] < 0.5 * np.log(10), history
         assert est.evaluate(dataset)["accuracy"] > 0.5
     finally:
         est.shutdown()
@@ -157,7 +158,7 @@ def test_keras_data_creator_snippet_runs_unchanged_in_both_signatures(sc):
         guide = est.fit(data=train_data_creator, epochs=2)
         later = est.fit(data=later_form_creator, epochs=2, batch_size=32)
         assert len(guide["loss"]) == len(later["loss"]) == 2
-        assert later["loss"][-1] < guide["loss"][0]
+        assert later["loss"][-1] < 0.7 * guide["loss"][0], (guide, later)   # 2.08 to 0.92 when measured
     finally:
         est.shutdown()
 
@@ -167,7 +168,8 @@ def test_spark_dataframe_to_keras_estimator_snippet_runs_unchanged(spark, tmp_pa
 
     rng = np.random.default_rng(0)
     users, items = rng.integers(0, 20, 400), rng.integers(0, 30, 400)
-    pd.DataFrame({"user": users, "item": items, "label": ((users + items) % 2).astype("float32")}).to_parquet(tmp_path / "data.parquet")
+    # a label the model can learn (a parity of users + items is an XOR it cannot, and its loss barely moved)
+    pd.DataFrame({"user": users, "item": items, "label": (users % 2).astype("float32")}).to_parquet(tmp_path / "data.parquet")
     user, item = keras.Input(shape=(1,), dtype="int64"), keras.Input(shape=(1,), dtype="int64")
     joined = keras.layers.Concatenate()([keras.layers.Flatten()(keras.layers.Embedding(20, 4)(user)),
                                          keras.layers.Flatten()(keras.layers.Embedding(30, 4)(item))])
@@ -184,7 +186,9 @@ def test_spark_dataframe_to_keras_estimator_snippet_runs_unchanged(spark, tmp_pa
 
     try:
         history = est.fit(data=df, feature_cols=['user', 'item'], label_cols=['label'], epochs=5)
-        assert history["loss"][-1] < history["loss"][0]
+        # half the labels are 1: a model that learned nothing is right about half the time; 0.99 when measured
+        # (0.988 to 1.0 over 8 seeds with Keras alone), while the loss still falls slowly (0.68 to 0.64)
+        assert history["accuracy"][-1] > 0.8, history
         predicted = est.predict(df, feature_cols=["user", "item"])
         assert predicted.columns == ["user", "item", "label", "prediction"] and predicted.count() == 400
     finally:

@@ -55,3 +55,36 @@ def loader_creator_guide_form(config: dict) -> torch.utils.data.DataLoader:
 
 def not_a_loader_creator(config: dict, batch_size: int) -> list:
     return [1, 2, 3]
+
+
+def blob_classes(rows_per_class: int = 40, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Three well separated 2-D blobs: features (float32) and class labels 0, 1, 2 as doubles (as
+    a Spark ML label column holds them)."""
+    generator = torch.Generator().manual_seed(seed)
+    centers = torch.tensor([[-3.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
+    x = torch.cat([center + 0.5 * torch.randn(rows_per_class, 2, generator=generator) for center in centers])
+    y = torch.arange(3, dtype=torch.float64).repeat_interleave(rows_per_class)
+    return x, y
+
+
+def linear_classifier(config: dict) -> nn.Module:
+    """Logits of three classes, for CrossEntropyLoss."""
+    return nn.Linear(2, 3)
+
+
+def log_softmax_classifier(config: dict) -> nn.Module:
+    """Log-probabilities of three classes, for NLLLoss."""
+    return nn.Sequential(nn.Linear(2, 3), nn.LogSoftmax(dim=1))
+
+
+def double_label_loader_creator(config: dict, batch_size: int) -> torch.utils.data.DataLoader:
+    """The blobs with float64 class labels, as a DataLoader (labels reach the loss batch by batch)."""
+    x, y = blob_classes()
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch_size, shuffle=True)
+
+
+def half_label_loader_creator(config: dict, batch_size: int) -> torch.utils.data.DataLoader:
+    """The blobs with one label that is not a whole number (1.5)."""
+    x, y = blob_classes()
+    y[7] = 1.5
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch_size)

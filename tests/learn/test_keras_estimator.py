@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import glob
 import os
+import sys
+import tempfile
 import time
 
 import keras
@@ -21,6 +23,7 @@ from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
 from zoo_lite.learn.tf2 import Estimator
+from zoo_lite.learn.tf2.predict import autograph_modules, predict_arrays, remove_autograph_files
 from zoo_lite.learn.tf2.specs import model_from_bytes, state_from_bytes
 
 pytestmark = pytest.mark.timeout(600)
@@ -52,6 +55,16 @@ def one_process_descent(w: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float, 
     return w
 
 
+def full_batch_losses(w: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float, epochs: int) -> list[float]:
+    """The loss Keras logs for each epoch of full-batch descent: the mean squared error at the
+    weights each epoch's one step starts from."""
+    losses = []
+    for _ in range(epochs):
+        losses.append(float(np.mean((x.astype(np.float64) @ w.astype(np.float64) - y) ** 2)))
+        w = one_process_descent(w, x, y, lr, [np.arange(len(x))])
+    return losses
+
+
 def exact_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return rng.normal(size=(8, 3)).astype(np.float32), rng.normal(size=(8, 1)).astype(np.float32)
@@ -76,7 +89,8 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     assert est._group.call("exchange_kind") == [exchange, exchange]
     expected = one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4)
     np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
-    assert len(history["loss"]) == 4 and history["loss"][-1] < history["loss"][0]
+    # the logged losses are exactly those of the one process (a check that they fall can flip once converged)
+    np.testing.assert_allclose(history["loss"], full_batch_losses(start, x, y, 0.05, 4), rtol=1e-5)
     est.shutdown()
 
 
@@ -189,7 +203,7 @@ def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row
     history = est.fit(train, epochs=12, batch_size=64, feature_cols=["features"], label_cols=["label"],
                       validation_data=test, verbose=0)
     assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
-    assert history["loss"][-1] < history["loss"][0]
+    assert history["loss"][-1] < 0.3 * history["loss"][0], history["loss"]   # 1.90 to 0.17 when measured
 
     accuracy = checked_digit_predictions(est.predict(test, batch_size=128, feature_cols=["features"]), test)
     # the metrics are summed exactly over both workers: they equal the accuracy of all predictions
@@ -242,8 +256,10 @@ def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> No
         before = est.evaluate(data, batch_size=16, **columns)["loss"]
         history = est.fit(data, epochs=8, batch_size=16, verbose=0, **columns)
         assert len(history["loss"]) == 8, name
-        assert history["loss"][-1] < history["loss"][0], name
-        assert est.evaluate(data, batch_size=16, **columns)["loss"] < before, name
+        # far below where each kind starts (about 2.2 to 2e-4, and 3.4 to 7e-5, when measured), near y = 1.5 a - 2 b
+        assert history["loss"][-1] < 1e-2 * history["loss"][0], (name, history["loss"])
+        assert est.evaluate(data, batch_size=16, **columns)["loss"] < 1e-3 * before, name
+        np.testing.assert_allclose(est.get_model().get_weights()[0][:, 0], [1.5, -2.0], atol=0.05, err_msg=name)
     est.shutdown()
 
 
@@ -252,7 +268,7 @@ def test_fewer_or_empty_partitions_than_workers_still_train(two_workers, sizes) 
     est = linear_estimator()
     try:
         history = est.fit(regression_shards(30, sizes), epochs=3, batch_size=4, verbose=0)
-        assert history["loss"][-1] < history["loss"][0]
+        assert history["loss"][-1] < 0.3 * history["loss"][0], history["loss"]   # about 1.2 to 0.08 when measured
         assert est.evaluate(regression_shards(30, sizes), batch_size=4)["loss"] == pytest.approx(
             float(np.mean((est.get_model().predict(keras_models.regression_rows(30)[0], verbose=0)[:, 0]
                            - keras_models.regression_rows(30)[1]) ** 2)), rel=1e-4)
@@ -286,9 +302,13 @@ def test_early_stopping_stops_every_worker_and_restores_the_best_weights(two_wor
     result = est.fit(regression_shards(40, [20, 20]), epochs=20, batch_size=8, callbacks=[stop, history], verbose=0)
     assert len(result["loss"]) == 2   # epoch 1 sets the baseline, epoch 2 does not improve by 1e9
     assert history.history["loss"] == result["loss"] and history.epoch == [0, 1]
-    # the weights are those after the first epoch: evaluating gives about the first epoch's loss or less
-    assert est.evaluate(regression_shards(40, [20, 20]))["loss"] <= result["loss"][0]
+    # the weights are those after the first epoch: the same as one epoch from the same start gives
+    one_epoch = linear_estimator()
+    one_epoch.fit(regression_shards(40, [20, 20]), epochs=1, batch_size=8, verbose=0)
+    for restored, expected in zip(est.get_model().get_weights(), one_epoch.get_model().get_weights()):
+        np.testing.assert_allclose(restored, expected, atol=1e-6, rtol=0)
     est.shutdown()
+    one_epoch.shutdown()
 
 
 def test_file_writing_callbacks_write_once_and_schedules_change_every_worker(two_workers, tmp_path) -> None:
@@ -369,6 +389,88 @@ def test_save_load_and_weights_round_trips_give_equal_predictions(two_workers, t
         restored.save(str(tmp_path / "model.h5"))
     with pytest.raises(InvalidArgumentError, match="no checkpoint at path="):
         restored.load_checkpoint(str(tmp_path / "missing.ckpt"))
+
+
+# -- temporary files ------------------------------------------------------------------------------
+
+def autograph_files() -> set[str]:
+    """The files of TensorFlow's autograph in the temp dir (sources, and bytecode an import cached)."""
+    folder = tempfile.gettempdir()
+    return {*glob.glob(os.path.join(folder, "__autograph_generated_file*.py")),
+            *glob.glob(os.path.join(folder, "__pycache__", "__autograph_generated_file*"))}
+
+
+def files_of_this_process() -> set[str]:
+    """This (the driver's) process's own autograph files: TensorFlow deletes them when it exits."""
+    modules = [sys.modules.get(name) for name in autograph_modules()]
+    paths = {path for module in modules for path in (getattr(module, "__file__", None), getattr(module, "__cached__", None))}
+    return {path for path in paths if path and os.path.exists(path)}
+
+
+def test_no_autograph_files_are_left_in_the_temp_dir_by_the_workers(two_workers) -> None:
+    """Autograph writes a file for every function it compiles and deletes it only at a normal exit
+    of the process, which Ray's workers (killed) and Spark's Python workers (os._exit) never have:
+    a run of fit, evaluate and predict left 16 files in the temp dir for good."""
+    before = autograph_files()
+    x, y = keras_models.regression_rows(40)
+    data = shards_with_sizes({"x": x, "y": y}, [20, 20])
+    est = linear_estimator()
+    est.fit(data, epochs=2, batch_size=8, validation_data=data, verbose=0)
+    est.fit(keras_models.python_dataset_creator, epochs=1, batch_size=8, verbose=0)   # its tf.data maps compile on the workers
+    est.evaluate(data, batch_size=8)
+    assert len(est.predict(data).collect()) == 2
+    df = two_workers.createDataFrame(pd.DataFrame({"x": list(x.astype(np.float64)), "y": y}))
+    assert est.predict(df, feature_cols=["x"]).count() == 40
+    est.shutdown()
+
+    # another process on this machine (a parallel test run) may hold a file of its own for a moment: wait for it
+    deadline = time.monotonic() + 30
+    while (left := autograph_files() - before - files_of_this_process()) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not left, f"autograph files left in {tempfile.gettempdir()}: {sorted(left)}"
+
+
+def test_predicting_removes_the_autograph_files_of_its_own_run_and_only_those() -> None:
+    """Pure (no cluster): predict_arrays runs on the driver too (to type the columns), where the
+    user's own autograph files must stay until TensorFlow deletes them at exit."""
+
+    @tf.function
+    def users_own(values):
+        for _ in tf.range(1):
+            values = values + 1.0
+        return values
+
+    users_own(tf.constant([1.0]))
+    users = files_of_this_process()
+    assert users
+
+    @tf.function
+    def doubled(values):
+        for _ in tf.range(1):
+            values = values * 2.0
+        return values
+
+    class HelperLayer(keras.layers.Layer):
+        """A layer whose call runs a compiled function of its own: autograph converts that
+        function when a prediction first traces the model, in whatever process predicts."""
+
+        def call(self, inputs):
+            return doubled(inputs)
+
+    model = keras.Sequential([HelperLayer(), keras.layers.Dense(1)])   # built by the first prediction
+    modules_before = autograph_modules()
+    (out,) = predict_arrays(model, (np.ones((5, 2), dtype=np.float64),), batch_size=2)
+    assert out.shape == (5, 1)
+    converted = autograph_modules() - modules_before
+    assert converted, "the prediction compiled nothing with autograph: the test no longer tests anything"
+    assert not any(os.path.exists(sys.modules[name].__file__) for name in converted)
+    assert all(os.path.exists(path) for path in users)
+    # the compiled functions keep working without their files, retraced for new shapes too
+    (again,) = predict_arrays(model, (np.ones((3, 2), dtype=np.float64),), batch_size=3)
+    np.testing.assert_allclose(again, out[:3], rtol=1e-6)
+    np.testing.assert_allclose(doubled(tf.constant([[1.0, 2.0, 3.0]])).numpy(), [[2.0, 4.0, 6.0]])
+    assert users_own(tf.constant([[1.0]])).numpy().tolist() == [[2.0]]
+    assert remove_autograph_files() and not any(os.path.exists(path) for path in users)
 
 
 # -- bad input and faults -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import time
@@ -17,6 +18,7 @@ from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
 from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard
+from zoo_lite.learn.pytorch.specs import TargetRule
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -120,7 +122,7 @@ def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row
     history = est.fit(train, epochs=12, batch_size=64, feature_cols=["features"], label_cols=["label"],
                       validation_data=test)
     assert {"train_loss", "val_loss", "val_MulticlassAccuracy", "epoch_time_s", "num_samples"} <= set(history[-1])
-    assert history[-1]["train_loss"] < history[0]["train_loss"]
+    assert history[-1]["train_loss"] < 0.3 * history[0]["train_loss"], history   # 2.19 to 0.19 when measured
 
     accuracy = checked_digit_predictions(est.predict(test, batch_size=128, feature_cols=["features"]), test)
     # the metric is aggregated exactly over both workers: it equals the accuracy of all predictions
@@ -163,12 +165,20 @@ def _input_kinds(spark):
     }
 
 
-def test_every_data_input_kind_trains_and_evaluates(two_workers) -> None:
+def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> None:
+    """Every kind trains the same model from the same start to the known solution y = 1.5 a - 2 b
+    (from an already trained model, a loss of 4e-14 'falling' to 5e-14 once failed a check that
+    it falls)."""
     est = linear_estimator()
+    start = est.save(str(tmp_path / "start.pt"))
     for name, (data, columns) in _input_kinds(two_workers).items():
+        est.load(start)   # every kind trains from the same start
         history = est.fit(data, epochs=8, batch_size=16, **columns)
         assert history[-1]["num_samples"] == 64, name
-        assert history[-1]["train_loss"] < history[0]["train_loss"], name
+        assert history[-1]["train_loss"] < 1e-3 * history[0]["train_loss"], (name, history)
+        model = est.get_model()
+        np.testing.assert_allclose(model.weight.detach().numpy(), [[1.5, -2.0]], atol=0.05, err_msg=name)
+        np.testing.assert_allclose(model.bias.detach().numpy(), [0.0], atol=0.05, err_msg=name)
         assert est.evaluate(data, batch_size=16, **columns)["num_samples"] == 64, name
     est.shutdown()
 
@@ -197,6 +207,107 @@ def test_multi_input_models_take_one_input_per_entry(two_workers) -> None:
     assert history[-1]["num_samples"] == 30
     assert est.predict(df, feature_cols=["a", "b"]).count() == 30
     est.shutdown()
+
+
+# -- class labels ---------------------------------------------------------------------------------
+
+def blob_frame(spark):
+    """The blobs as a Spark ML pipeline gives them: a Vector of features, and a double label from
+    StringIndexer over the class names."""
+    from pyspark.ml.feature import StringIndexer, VectorAssembler
+
+    x, y = models.blob_classes()
+    names = np.array(["red", "green", "blue"])[y.numpy().astype(int)]
+    pdf = pd.DataFrame({"a": x[:, 0].double().numpy(), "b": x[:, 1].double().numpy(), "colour": names})
+    df = VectorAssembler(inputCols=["a", "b"], outputCol="features").transform(spark.createDataFrame(pdf))
+    return StringIndexer(inputCol="colour", outputCol="label").fit(df).transform(df)
+
+
+@pytest.mark.parametrize("model, loss", [
+    (models.linear_classifier, nn.CrossEntropyLoss()),
+    (models.log_softmax_classifier, nn.NLLLoss),   # a loss class, built on every worker
+    (models.linear_classifier, functools.partial(torch.nn.functional.cross_entropy, label_smoothing=0.05)),
+], ids=["CrossEntropyLoss", "NLLLoss class", "functional cross_entropy"])
+def test_double_class_labels_train_and_evaluate_a_class_index_loss(two_workers, tmp_path, model, loss) -> None:
+    """Labels from StringIndexer (a double column), float64 labels in XShards and in a DataLoader:
+    the loss gets int64 class indices in fit, validation and evaluate."""
+    import torchmetrics
+
+    df = blob_frame(two_workers)
+    assert df.schema["label"].dataType.simpleString() == "double"
+    x, y = models.blob_classes()
+    kinds = {
+        "spark dataframe": (df, {"feature_cols": ["features"], "label_cols": ["label"]}),
+        "dict xshards": (shards_with_sizes({"x": x.numpy(), "y": y.numpy()}, [50, 70]), {}),
+        "data creator": (models.double_label_loader_creator, {}),
+    }
+    est = Estimator.from_torch(model=model, optimizer=models.sgd_creator, loss=loss, seed=0,
+                               metrics={"accuracy": torchmetrics.Accuracy(task="multiclass", num_classes=3)})
+    start = est.save(str(tmp_path / "start.pt"))
+    try:
+        for name, (data, columns) in kinds.items():
+            est.load(start)   # every kind trains from the same start
+            history = est.fit(data, epochs=6, batch_size=16, validation_data=data, **columns)
+            assert history[-1]["num_samples"] == 120, name
+            assert history[-1]["train_loss"] < 0.5 * history[0]["train_loss"], (name, history)
+            assert history[-1]["val_accuracy"] >= 0.95, (name, history)
+            evaluated = est.evaluate(data, batch_size=16, **columns)
+            assert evaluated["num_samples"] == 120 and evaluated["accuracy"] >= 0.95, (name, evaluated)
+            assert evaluated["val_loss"] == pytest.approx(history[-1]["val_loss"], rel=1e-5), name
+    finally:
+        est.shutdown()
+
+
+def test_labels_that_are_not_whole_numbers_get_a_clear_error_and_class_probabilities_stay_floats(two_workers) -> None:
+    x, y = models.blob_classes()
+    half = y.numpy().copy()
+    half[100] = 1.5   # in the second partition: one worker holds it
+    est = Estimator.from_torch(model=models.linear_classifier, optimizer=models.sgd_creator, loss=nn.CrossEntropyLoss(), seed=0)
+    message = r"label_cols: the loss CrossEntropyLoss takes class indices, but the label 1\.5 is not a whole number"
+    try:
+        with pytest.raises(InvalidArgumentError, match=message):
+            est.fit(shards_with_sizes({"x": x.numpy(), "y": half}, [50, 70]), batch_size=16)
+        with pytest.raises(InvalidArgumentError, match=message):
+            est.evaluate(shards_with_sizes({"x": x.numpy(), "y": half}, [50, 70]), batch_size=16)
+        with pytest.raises(InvalidArgumentError, match=message):   # checked batch by batch
+            est.fit(models.half_label_loader_creator, batch_size=16)
+        with pytest.raises(InvalidArgumentError, match=message):
+            est.evaluate(models.half_label_loader_creator, batch_size=16)
+
+        # a float target of the output's shape is class probabilities for CrossEntropyLoss: kept as floats
+        soft = np.full((120, 3), 0.05) + 0.85 * np.eye(3)[y.numpy().astype(int)]
+        history = est.fit(shards_with_sizes({"x": x.numpy(), "y": soft}, [60, 60]), epochs=6, batch_size=16)
+        assert history[-1]["train_loss"] < 0.8 * history[0]["train_loss"], history
+        predicted = est.get_model()(x).argmax(dim=1)
+        assert float((predicted == y.long()).double().mean()) >= 0.95
+    finally:
+        est.shutdown()
+
+
+def test_target_rule_is_decided_by_the_loss() -> None:
+    """Pure: which losses take class indices, and the cast of one batch."""
+    nll = torch.nn.functional.nll_loss
+    assert TargetRule.of(nn.CrossEntropyLoss()) == TargetRule("CrossEntropyLoss", True)
+    assert TargetRule.of(nn.NLLLoss(reduction="sum")) == TargetRule("NLLLoss", False)
+    assert TargetRule.of(torch.nn.functional.cross_entropy) == TargetRule("torch.nn.functional.cross_entropy", True)
+    assert TargetRule.of(functools.partial(nll, ignore_index=-1)) == TargetRule("torch.nn.functional.nll_loss", False)
+    for other in (nn.MSELoss(), nn.BCEWithLogitsLoss(), torch.nn.functional.mse_loss, lambda out, y: (out - y).abs().mean(), None):
+        assert TargetRule.of(other) == TargetRule()
+
+    output = torch.zeros(4, 3)
+    doubles = torch.tensor([0.0, 2.0, 1.0, -100.0], dtype=torch.float64)   # -100: CrossEntropyLoss's ignore_index
+    indices = TargetRule.of(nn.CrossEntropyLoss()).target(output, doubles, torch.float32)
+    assert indices.dtype == torch.int64 and indices.tolist() == [0, 2, 1, -100]
+    probabilities = torch.full((4, 3), 1 / 3, dtype=torch.float64)
+    assert TargetRule.of(nn.CrossEntropyLoss()).target(output, probabilities, torch.float32).dtype == torch.float32
+    assert TargetRule.of(nn.MSELoss()).target(output, doubles, torch.float32).dtype == torch.float32
+    ints = torch.tensor([0, 1, 2, 1])
+    assert TargetRule.of(nn.MSELoss()).target(output, ints, torch.float32) is ints
+    with pytest.raises(InvalidArgumentError, match=r"the loss torch.nn.functional.nll_loss takes class indices, but the label nan"):
+        TargetRule.of(nll).target(output, torch.tensor([0.0, float("nan"), 1.0, 2.0]), torch.float32)
+    # NLLLoss never takes probabilities: a float target of the output's shape is still indices (and checked)
+    with pytest.raises(InvalidArgumentError, match=r"the loss NLLLoss takes class indices, but the label 0.333"):
+        TargetRule.of(nn.NLLLoss()).target(output, probabilities, torch.float32)
 
 
 # -- callbacks, progress, checkpoints ------------------------------------------------------------

@@ -234,7 +234,12 @@ class Estimator:
             creator ``(model, config) -> Optimizer``.
         loss : nn.Module, loss class, callable, optional
             A loss instance or function ``(output, target)``, or a creator ``config -> loss``;
-            taken as a per-row mean unless its ``reduction`` is ``"sum"``.
+            taken as a per-row mean unless its ``reduction`` is ``"sum"``. Labels are cast to
+            what the loss takes: class indices (int64) for ``CrossEntropyLoss`` / ``NLLLoss``
+            and ``F.cross_entropy`` / ``F.nll_loss`` (float labels, such as a ``StringIndexer``
+            double column, must be whole numbers, else ``InvalidArgumentError``; a float target
+            of the output's shape stays class probabilities for ``CrossEntropyLoss``); any other
+            loss gets float labels in the model's dtype.
         metrics : list or dict, optional
             torchmetrics objects or callables ``(preds, target) -> tensor`` (a per-row mean),
             aggregated exactly over all workers.

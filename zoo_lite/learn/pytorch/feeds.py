@@ -16,15 +16,17 @@ import torch
 
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base import steps
+from zoo_lite.learn.pytorch.specs import TargetRule, class_indices
 
 __all__ = ["Batch", "ArrayFeed", "DatasetFeed", "tensor_from_array"]
 
 Batch = tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor], int]
 
 
-def tensor_from_array(array: np.ndarray, float_dtype: torch.dtype) -> torch.Tensor:
-    """Zero-copy tensor of ``array``; floating data takes the model's dtype, integers int64
-    (what embedding layers and class-index losses want), booleans stay booleans."""
+def tensor_from_array(array: np.ndarray, float_dtype: Optional[torch.dtype]) -> torch.Tensor:
+    """Zero-copy tensor of ``array``; floating data takes the model's dtype (keeps its own when
+    ``float_dtype`` is None), integers int64 (what embedding layers and class-index losses want),
+    booleans stay booleans."""
     array = np.ascontiguousarray(array)
     if array.flags.writeable:
         tensor = torch.from_numpy(array)
@@ -33,7 +35,7 @@ def tensor_from_array(array: np.ndarray, float_dtype: torch.dtype) -> torch.Tens
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
             tensor = torch.from_numpy(array)
-    if tensor.is_floating_point() and tensor.dtype != float_dtype:
+    if tensor.is_floating_point() and float_dtype is not None and tensor.dtype != float_dtype:
         return tensor.to(float_dtype)
     if tensor.dtype in (torch.int8, torch.int16, torch.int32, torch.uint8):
         return tensor.long()
@@ -50,14 +52,25 @@ def _row_taker(positions: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda tensor: tensor.index_select(0, index)
 
 
+def _held_target(array: np.ndarray, float_dtype: torch.dtype, rule: TargetRule) -> torch.Tensor:
+    """The target of the rows a worker holds. Float labels that can only be class indices for the
+    loss (see :class:`~zoo_lite.learn.pytorch.specs.TargetRule`) become int64 here, once, checked on
+    their original values; the rest as :func:`tensor_from_array` gives them (the per-step rule
+    then decides, by the output's shape)."""
+    array = np.asarray(array)
+    if np.issubdtype(array.dtype, np.floating) and rule.indices_for_any_output(array.ndim):
+        return class_indices(tensor_from_array(array, None), rule.class_loss)
+    return tensor_from_array(array, float_dtype)
+
+
 class ArrayFeed(steps.HeldRows):
     """Rows this worker holds, as tensors (see :class:`zoo_lite.learn.base.steps.HeldRows`)."""
 
     def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
-                 world_size: int, float_dtype: torch.dtype) -> None:
+                 world_size: int, float_dtype: torch.dtype, target_rule: TargetRule = TargetRule()) -> None:
         super().__init__(partition_rows, held, world_size)
         self.inputs = tuple(tensor_from_array(x, float_dtype) for x in arrays["x"])
-        self.target = tensor_from_array(arrays["y"], float_dtype) if "y" in arrays else None
+        self.target = _held_target(arrays["y"], float_dtype, target_rule) if "y" in arrays else None
 
     def _take(self, positions: np.ndarray) -> Batch:
         if not len(positions):

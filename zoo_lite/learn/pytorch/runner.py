@@ -20,7 +20,7 @@ from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.pytorch.exchange import FlatExchange, NoExchange, gradient_exchange, sum_over_workers
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
-from zoo_lite.learn.pytorch.specs import TorchSpec, build_model, model_dtype
+from zoo_lite.learn.pytorch.specs import TargetRule, TorchSpec, build_model, model_dtype
 
 __all__ = ["TorchRunner", "state_to_bytes", "state_from_bytes"]
 
@@ -92,6 +92,7 @@ class TorchRunner:
         self.float_dtype = model_dtype(self.model)
         self.optimizer = spec.build_optimizer(self.model)
         self.loss_fn = spec.build_loss()
+        self.target_rule = TargetRule.of(self.loss_fn)   # class indices or floats, decided once
         self.scheduler = spec.scheduler_creator(self.optimizer, spec.config) if spec.scheduler_creator and self.optimizer else None
         self.metrics = _Metrics(spec.metrics)
         self.exchange: NoExchange | FlatExchange = NoExchange()   # the real one once connected
@@ -174,7 +175,7 @@ class TorchRunner:
         # a worker without rows never builds a batch; an empty placeholder keeps the code uniform
         arrays = convert.concat_model_arrays(shards) if shards else {"x": (np.zeros((0,), dtype=np.float32),)}
         ranges = [(partition, start, stop) for _, partition, start, stop in held]
-        self.feeds[key] = ArrayFeed(arrays, partition_rows, ranges, self.world_size, self.float_dtype)
+        self.feeds[key] = ArrayFeed(arrays, partition_rows, ranges, self.world_size, self.float_dtype, self.target_rule)
         return self.feeds[key].local_rows
 
     def load_dataset(self, key: str, data: Any, batch_size: int, shuffle: Optional[bool]) -> int:
@@ -193,11 +194,19 @@ class TorchRunner:
         return len(dataset)
 
     def _cast(self, batch: Batch) -> Batch:
+        """Floating inputs in the model's dtype (the target is cast by :meth:`_target`)."""
         inputs, target, rows = batch
         cast = tuple(x.to(self.float_dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs)
-        if isinstance(target, torch.Tensor) and target.is_floating_point():
-            target = target.to(self.float_dtype)
         return cast, target, rows
+
+    def _target(self, output: Any, target: Any) -> Any:
+        """The batch's target as the loss wants it next to ``output``: class indices (int64) for a
+        class-index loss, else floats in the model's dtype (see :class:`TargetRule`)."""
+        if not isinstance(target, torch.Tensor):
+            return target
+        target = self.target_rule.target(output, target, self.float_dtype)
+        # class indices keep their shape: a (rows,) target is right for a (rows, classes) output
+        return _match_target(output, target) if self.target_rule.class_loss is None else target
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -219,7 +228,7 @@ class TorchRunner:
         self.exchange.begin(rows)
         if rows:
             output = self.model(*inputs)
-            loss = self.loss_fn(output, _match_target(output, target))
+            loss = self.loss_fn(output, self._target(output, target))
             loss.backward()
             loss_value = float(loss.item())
         self.exchange.finish()
@@ -297,7 +306,7 @@ class TorchRunner:
                 self.callbacks.call("before_val_iter", self)
                 output = self.model(*inputs)
                 if target is not None:
-                    target = _match_target(output, target)
+                    target = self._target(output, target)
                     if self.loss_fn is not None:
                         loss_sum += float(self.loss_fn(output, target).item()) * rows
                     self.metrics.update(output, target, rows)

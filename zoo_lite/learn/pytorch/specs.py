@@ -3,6 +3,7 @@ every worker can rebuild from: the model, the optimizer, the loss, the metrics, 
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -13,7 +14,7 @@ from torch import nn
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.creators import positional_arity
 
-__all__ = ["TorchSpec", "build_model", "model_dtype"]
+__all__ = ["TorchSpec", "TargetRule", "build_model", "class_indices", "model_dtype"]
 
 ModelArg = Union[nn.Module, Callable[[dict], nn.Module]]
 
@@ -35,6 +36,98 @@ def model_dtype(model: nn.Module) -> torch.dtype:
         if parameter.is_floating_point():
             return parameter.dtype
     return torch.float32
+
+
+def class_indices(target: torch.Tensor, loss_name: str) -> torch.Tensor:
+    """``target`` as int64 class indices, after checking that every value is a whole number.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A value is not a whole number (or is not finite); the message names it and ``loss_name``.
+
+    Examples
+    --------
+    >>> class_indices(torch.tensor([0.0, 2.0, 1.0], dtype=torch.float64), "CrossEntropyLoss")
+    tensor([0, 2, 1])
+    """
+    indices = target.long()
+    not_whole = indices != target   # also true for nan and infinities
+    if bool(not_whole.any()):
+        value = float(target[not_whole][0])
+        raise InvalidArgumentError(
+            f"label_cols: the loss {loss_name} takes class indices, but the label {value!r} is not a whole number; "
+            "give whole class indices 0..C-1 as labels (label_cols, or the data's y), or use a loss for float targets"
+        )
+    return indices
+
+
+#: losses (modules by class, functions by identity) whose target is class indices, and whether a
+#: float target of the output's shape is taken as class probabilities instead
+_CLASS_INDEX_MODULES = ((nn.CrossEntropyLoss, True), (nn.NLLLoss, False))
+_CLASS_INDEX_FUNCTIONS = {torch.nn.functional.cross_entropy: ("torch.nn.functional.cross_entropy", True),
+                          torch.nn.functional.nll_loss: ("torch.nn.functional.nll_loss", False)}
+
+
+@dataclass(frozen=True)
+class TargetRule:
+    """What a loss wants as its target, decided once per loss (a worker builds it next to the loss).
+
+    ``CrossEntropyLoss`` and ``NLLLoss`` (modules, their subclasses, and the functions
+    ``torch.nn.functional.cross_entropy`` / ``nll_loss``, also inside ``functools.partial``) take
+    class indices: a float target becomes int64 once its values are checked to be whole numbers
+    (a Spark ML label column is a double). ``CrossEntropyLoss`` also takes class probabilities:
+    a float target with the output's shape stays float. Any other loss gets float targets in the
+    model's dtype; integer targets are never changed.
+
+    Attributes
+    ----------
+    class_loss : str or None
+        The name of the class-index loss (for error messages), None for any other loss.
+    probabilities : bool
+        Whether a float target of the output's shape is taken as class probabilities.
+
+    Examples
+    --------
+    >>> rule = TargetRule.of(nn.CrossEntropyLoss())
+    >>> rule.target(torch.zeros(2, 3), torch.tensor([2.0, 0.0]), torch.float32)
+    tensor([2, 0])
+    >>> rule.target(torch.zeros(2, 3), torch.full((2, 3), 1 / 3, dtype=torch.float64), torch.float32).dtype
+    torch.float32
+    >>> TargetRule.of(nn.MSELoss()).class_loss is None
+    True
+    """
+
+    class_loss: Optional[str] = None
+    probabilities: bool = False
+
+    @staticmethod
+    def of(loss: Any) -> "TargetRule":
+        """The rule of a built loss (a module or a function; None for no loss)."""
+        for module_class, probabilities in _CLASS_INDEX_MODULES:
+            if isinstance(loss, module_class):
+                return TargetRule(type(loss).__name__, probabilities)
+        function = loss
+        while isinstance(function, functools.partial):
+            function = function.func
+        try:
+            name, probabilities = _CLASS_INDEX_FUNCTIONS[function]
+        except (KeyError, TypeError):   # TypeError: an unhashable callable
+            return TargetRule()
+        return TargetRule(name, probabilities)
+
+    def indices_for_any_output(self, target_ndim: int) -> bool:
+        """Whether a float target of this many dimensions is class indices for any output (a
+        probability target has the output's shape, so at least two dimensions with rows)."""
+        return self.class_loss is not None and (not self.probabilities or target_ndim == 1)
+
+    def target(self, output: Any, target: torch.Tensor, float_dtype: torch.dtype) -> torch.Tensor:
+        """The target the loss gets next to ``output`` (one batch)."""
+        if not target.is_floating_point():
+            return target
+        if self.class_loss is None or (self.probabilities and isinstance(output, torch.Tensor) and target.shape == output.shape):
+            return target.to(float_dtype)
+        return class_indices(target, self.class_loss)
 
 
 @dataclass(frozen=True)

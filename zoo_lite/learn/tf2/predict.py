@@ -2,14 +2,68 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from typing import Any, Collection
 
 import numpy as np
 
 from zoo_lite.learn.base.predict import PredictRecipe
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
-__all__ = ["KERAS_PREDICT", "predict_arrays"]
+__all__ = ["KERAS_PREDICT", "predict_arrays", "autograph_modules", "remove_autograph_files"]
+
+#: the prefix of the modules (and their files) that TensorFlow's autograph writes
+_AUTOGRAPH_PREFIX = "__autograph_generated_file"
+_removed_autograph_modules: set[str] = set()
+
+
+def autograph_modules() -> set[str]:
+    """The names of the modules TensorFlow's autograph has written and imported in this process."""
+    return {name for name in list(sys.modules) if name.startswith(_AUTOGRAPH_PREFIX)}
+
+
+def remove_autograph_files(keep: Collection[str] = frozenset()) -> list[str]:
+    """Delete the files TensorFlow's autograph wrote in this process, but those of the modules
+    named in ``keep``; returns their paths.
+
+    Autograph writes each function it converts to ``<temp dir>/__autograph_generated_file*.py``,
+    imports it as a module, and deletes the file only at a normal exit of the process (an
+    ``atexit`` hook). Ray ends its worker processes by killing them and Spark's Python workers
+    leave through ``os._exit``, so the files of those processes stayed in the temp dir for good.
+    The modules are imported once written (a file is only read again to show source lines, and
+    TensorFlow expects temp files to disappear), so zoo_lite deletes the files as soon as the
+    work that converted them is done. Only files of this process's own modules are touched (and
+    in a process that is not zoo_lite's, such as the driver, only those of zoo_lite's own work:
+    the modules in ``keep`` were there before it).
+
+    Examples
+    --------
+    >>> before = autograph_modules()
+    >>> isinstance(remove_autograph_files(keep=before), list)
+    True
+    """
+    removed = []
+    for name in autograph_modules():
+        if name in _removed_autograph_modules or name in keep:
+            continue
+        module = sys.modules.get(name)
+        # the source, and its bytecode if an import of the module cached it in __pycache__
+        paths = [getattr(module, "__file__", None), getattr(module, "__cached__", None)]
+        failed = False
+        for path in paths:
+            if not isinstance(path, str) or not os.path.basename(path).startswith(_AUTOGRAPH_PREFIX):
+                continue
+            try:
+                os.remove(path)
+                removed.append(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                failed = True   # e.g. a permission problem: tried again next time
+        if not failed:
+            _removed_autograph_modules.add(name)
+    return removed
 
 
 def _task_threads() -> None:
@@ -26,7 +80,17 @@ def _task_threads() -> None:
 
 
 def predict_arrays(model: Any, inputs: tuple[np.ndarray, ...], batch_size: int) -> list[np.ndarray]:
-    """Run ``model`` over the input arrays in batches; one array per model output, a row per input row."""
+    """Run ``model`` over the input arrays in batches; one array per model output, a row per input
+    row. The files autograph writes for the model's predict function are deleted after the run
+    (see :func:`remove_autograph_files`)."""
+    before = autograph_modules()
+    try:
+        return _predict_arrays(model, inputs, batch_size)
+    finally:
+        remove_autograph_files(keep=before)   # on the driver, the user's own stay
+
+
+def _predict_arrays(model: Any, inputs: tuple[np.ndarray, ...], batch_size: int) -> list[np.ndarray]:
     dtype = str(model.compute_dtype)
     cast = [x.astype(dtype, copy=False) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
     rows = len(cast[0])

@@ -39,6 +39,7 @@ from zoo_lite.learn.base.host_exchange import HostSum, host_key, open_host_sum, 
 from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.tf2.callbacks import callback_states, callbacks_for_rank, restore_callback_states, wants_batch_logs
 from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
+from zoo_lite.learn.tf2.predict import remove_autograph_files
 from zoo_lite.learn.tf2.specs import KerasSpec, load_state_into, state_from_bytes, state_to_bytes
 
 __all__ = ["KerasRunner", "per_row_loss"]
@@ -76,6 +77,21 @@ def per_row_loss(model: Any) -> tuple[Callable[[Any, Any], Any], bool, str]:
         return loss.call(keras.ops.convert_to_tensor(y_true, dtype=loss.dtype), keras.ops.convert_to_tensor(y_pred, dtype=loss.dtype))
 
     return per_row, loss.reduction == "sum", name
+
+
+def _removes_autograph_files(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A runner method after which the files autograph wrote for what it compiled are deleted
+    (see :func:`~zoo_lite.learn.tf2.predict.remove_autograph_files`): Ray kills its worker
+    processes, so autograph's own clean-up at exit never runs there."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            remove_autograph_files()
+
+    return wrapper
 
 
 def _check_label_shape(labels: Any, output: Any, loss_name: str) -> None:
@@ -119,6 +135,7 @@ class KerasRunner:
 
     # -- group plumbing ---------------------------------------------------------------------------
 
+    @_removes_autograph_files
     def connect(self, addresses: list[tuple[str, int]]) -> None:
         """Start the collective runtime with every worker's address, build the model, and choose how
         gradients are summed (see :meth:`exchange_kind`)."""
@@ -173,6 +190,7 @@ class KerasRunner:
             return "none"
         return "shared_memory" if self.host_sum is not None else "collective"
 
+    @_removes_autograph_files
     def close(self) -> None:
         self.feeds.clear()
         if self.host_sum is not None:
@@ -189,6 +207,7 @@ class KerasRunner:
 
     # -- data -------------------------------------------------------------------------------------
 
+    @_removes_autograph_files
     def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int],
                   one_row: tuple[Any, int, int, int]) -> int:
         """Take this worker's rows out of Ray's object store: ``(object ref, partition, start, stop)``
@@ -207,6 +226,7 @@ class KerasRunner:
         self._check_feed(self.feeds[key])
         return self.feeds[key].local_rows
 
+    @_removes_autograph_files
     def load_dataset(self, key: str, data: Any, batch_size: int, shuffle: Optional[bool]) -> int:
         """A tf.data pipeline (a :class:`DatasetGraph` or a creator) every worker builds; returns its rows."""
         from zoo_lite.learn.tf2 import datasets
@@ -398,6 +418,7 @@ class KerasRunner:
 
     # -- training ---------------------------------------------------------------------------------
 
+    @_removes_autograph_files
     def begin_fit(self, callbacks: list[Any], epochs: int, steps: int, model_dir: Optional[str]) -> None:
         import keras
 
@@ -420,10 +441,12 @@ class KerasRunner:
     def restore_callback_states(self, states: list[dict[str, Any]]) -> None:
         restore_callback_states(self.fit_callbacks, states)
 
+    @_removes_autograph_files
     def end_fit(self, logs: dict[str, Any]) -> None:
         self.callbacks.on_train_end(logs)
         self.callbacks = None
 
+    @_removes_autograph_files
     def train_epoch(self, key: str, batch_size: int, val_key: Optional[str], epoch_index: int,
                     class_weight: Optional[dict[int, float]], steps_per_epoch: Optional[int],
                     validation_steps: Optional[int]) -> dict[str, Any]:
@@ -493,6 +516,7 @@ class KerasRunner:
 
     # -- evaluation -------------------------------------------------------------------------------
 
+    @_removes_autograph_files
     def validate(self, key: str, batch_size: int, max_steps: Optional[int] = None, prefix: str = "") -> dict[str, Any]:
         """Loss and metrics over the feed ``key``, aggregated over all workers."""
         feed = self.feeds[key]
