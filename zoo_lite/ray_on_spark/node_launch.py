@@ -21,11 +21,18 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 from zoo_lite.errors import ClusterStartError
 from zoo_lite.ray_on_spark.watchdog import WatchdogSpec
 
-__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for", "barrier_task_starting_nodes", "start_node"]
+__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for",
+           "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "start_node"]
 
 READY_MARKER = "Ray runtime started."
 _LOG_TAIL_LINES = 40
 _POLL_S = 0.05
+#: where each node's temp dir is made (short: Ray's socket paths must fit 107 bytes), and its prefix
+_TEMP_ROOT = "/tmp"
+_TEMP_PREFIX = "zl-ray-"
+#: the folder of the nodes' logs, in the temp dir, and how many logs of ended nodes it keeps
+LOG_DIR_NAME = "zoo_lite_ray_logs"
+KEPT_NODE_LOGS = 5
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,67 @@ def this_process() -> tuple[int, float]:
 def node_name_for(host: str, executor_pid: int, temp_dir: str) -> str:
     """A Ray node name unique to this start (a retried launch on the same executor gets another)."""
     return f"zoo-lite-{host}-{executor_pid}-{os.path.basename(temp_dir).rsplit('-', 1)[-1]}"
+
+
+def node_log_path(log_dir: str, node_name: str, temp_dir: str) -> str:
+    """The log of the node ``node_name``: ``<node name>-<its temp dir's name>.log`` in ``log_dir``.
+
+    Examples
+    --------
+    >>> node_log_path("/logs", "zoo-lite-h-7-ab", "/tmp/zl-ray-ab")
+    '/logs/zoo-lite-h-7-ab-zl-ray-ab.log'
+    """
+    return os.path.join(log_dir, f"{node_name}-{os.path.basename(temp_dir)}.log")
+
+
+def _temp_dir_of_log(file_name: str) -> Optional[str]:
+    """The name of the temp dir in a node log's file name (None: not a node log)."""
+    if not file_name.endswith(".log"):
+        return None
+    at = file_name.rfind(f"-{_TEMP_PREFIX}")
+    return file_name[at + 1:-len(".log")] if at >= 0 else None
+
+
+def rotate_node_logs(log_dir: str, keep: int = KEPT_NODE_LOGS, temp_root: str = _TEMP_ROOT) -> list[str]:
+    """Delete the logs of ended nodes in ``log_dir``, all but the newest ``keep`` logs; returns
+    the deleted paths.
+
+    A node's log (:func:`node_log_path`) names its temp dir in ``temp_root``. The node's watchdog
+    deletes that dir only after every process of the node ended (and deletes the log too after a
+    clean stop; the logs of failed or killed nodes stay, for diagnosis), so a log whose temp dir
+    still exists may belong to a running node: it is never deleted, however old. Files that are
+    not node logs are left alone. Never raises: a log another launch deleted first is skipped.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as logs:
+    ...     rotate_node_logs(logs)
+    []
+    """
+    logs = []
+    try:
+        with os.scandir(log_dir) as entries:
+            for entry in entries:
+                temp_name = _temp_dir_of_log(entry.name)
+                try:
+                    if temp_name is not None and entry.is_file(follow_symlinks=False):
+                        logs.append((entry.stat(follow_symlinks=False).st_mtime, entry.path, temp_name))
+                except OSError:
+                    continue   # deleted meanwhile
+    except OSError:
+        return []
+    logs.sort(reverse=True)
+    deleted = []
+    for _, path, temp_name in logs[max(keep, 0):]:
+        if os.path.exists(os.path.join(temp_root, temp_name)):
+            continue   # the node may still run
+        try:
+            os.unlink(path)
+            deleted.append(path)
+        except OSError:
+            pass
+    return deleted
 
 
 def free_port(host: str) -> int:
@@ -183,11 +251,11 @@ def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str]
         if launched.poll() is not None:
             _started_watchdogs.remove(launched)
     executor_pid, executor_started = owner or executor_process()
-    temp_dir = tempfile.mkdtemp(prefix="zl-ray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    temp_dir = tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=_TEMP_ROOT)
     node_name = node_name_for(host, executor_pid, temp_dir)
-    log_dir = os.path.join(tempfile.gettempdir(), "zoo_lite_ray_logs")
+    log_dir = os.path.join(tempfile.gettempdir(), LOG_DIR_NAME)
     os.makedirs(log_dir, exist_ok=True)
-    log_path = os.path.join(log_dir, f"{node_name}-{os.path.basename(temp_dir)}.log")
+    log_path = node_log_path(log_dir, node_name, temp_dir)
     spec = WatchdogSpec(
         command=ray_start_command(plan, host, node_name, temp_dir, head_address, head_port),
         env=ray_environment(plan), log_path=log_path, temp_dir=temp_dir, node_name=node_name,
@@ -197,6 +265,7 @@ def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str]
     spec_path = os.path.join(temp_dir, "watchdog.json")
     spec.dump(spec_path)
     open(log_path, "wb").close()
+    rotate_node_logs(log_dir)   # the folder would grow by the log of every failed node for good
     watchdog = subprocess.Popen(
         [sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", spec_path],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
