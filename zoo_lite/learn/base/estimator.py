@@ -157,15 +157,9 @@ class GroupEstimator:
             elif not other._busy:
                 _logger.info("releasing the idle workers of another Estimator to free their CPUs for this one "
                              "(it restarts them on its next call)")
-                other._release_group()
+                other.shutdown()   # the driver holds its latest state: fit brings it back every epoch
         busy = sum(1 for other in others if other._busy)
         wait_for_free_cpus(f"{busy} other Estimator(s) of this process in a call" if busy else "")
-
-    def _release_group(self) -> None:
-        """End the group, keeping the driver's state as the one the next group starts from."""
-        if self._group is not None and self._group.actors and not self._workers_have_driver_state:
-            self._pull_state()   # e.g. after load(): the driver already holds that state
-        self.shutdown()
 
     def _with_recovery(self, action: Callable[[], T], recovery: FitRecovery, where: str) -> T:
         """Run ``action``; when a worker is lost, rebuild the group from the driver's state with
