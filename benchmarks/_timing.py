@@ -28,9 +28,19 @@ class Timing:
     def median(self) -> float:
         return statistics.median(self.seconds)
 
+    @property
+    def worst(self) -> float:
+        return max(self.seconds)
+
     def cell(self, digits: int = 3) -> str:
         """``best (median)`` for a results table, ``-`` without runs."""
         return f"{self.best:.{digits}f} ({self.median:.{digits}f})" if self.seconds else "-"
+
+    def spread_cell(self, digits: int = 2) -> str:
+        """``median (best–worst)`` for a results table, ``-`` without runs."""
+        if not self.seconds:
+            return "-"
+        return f"{self.median:.{digits}f} ({self.best:.{digits}f}–{self.worst:.{digits}f})"
 
 
 def timed(func: Callable[[], Any]) -> tuple[float, Any]:

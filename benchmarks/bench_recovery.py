@@ -1,0 +1,724 @@
+"""Benchmark: how fast a fit resumes after a training worker dies, zoo_lite against Ray Train.
+
+Cluster: ``init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g",
+init_ray_on_spark=True)``: ``local-cluster[2,1,1024]``, two executor JVMs, Ray on Spark with one
+node of 1 CPU in each, so every case runs 2 workers of 1 CPU, one per node.
+Data: ``--rows`` (500,000) rows of 64 float features and a class label (``_mlp_data``, the rows
+of ``bench_torch_fit.py``), a cached Spark DataFrame. Model: MLP 64 -> 128 -> 128 -> 10,
+cross-entropy, SGD with momentum, global batch ``--batch`` (1024), ``--epochs`` (5) epochs.
+
+Cases, interleaved round by round (``--repeat`` rounds), each on a new Estimator / trainer:
+
+- (1) zoo_lite ``Estimator.from_torch(max_failures=3)``: a callback SIGKILLs the worker of rank 1
+  after half the steps of epoch ``--kill-epoch`` (3); also the same fit uninterrupted;
+- (2) zoo_lite ``Estimator.from_keras(max_failures=3)``: the same with a Keras callback, which
+  runs on rank 0 only, so rank 0 is killed; also the same fit uninterrupted;
+- (3) Ray Train ``TorchTrainer`` (v2) with 2 workers x 1 CPU on the same Ray-on-Spark cluster,
+  ``FailureConfig(max_failures=1)``, a checkpoint (model, optimizer, epoch) reported by rank 0
+  after every epoch and restored with ``ray.train.get_checkpoint()``; the data fed the usual Ray
+  way (``ray.data.from_pandas`` of the collected frame, ``iter_torch_batches``), as in
+  ``bench_torch_fit.py``; rank 1 kills itself at the same point.
+
+What is measured, from ``time.time()`` stamps the workers write to files (one machine, one clock):
+
+- recovery: from the stamp written just before ``os.kill(os.getpid(), SIGKILL)`` to the end of
+  the first training step of rank 0 in the group started after the death;
+- epochs redone: (steps trained when the worker died - steps trained before the first resumed
+  step) / steps per epoch, from the (epoch, step) both stamps carry: the work the resume threw
+  away, at most 1 when the fit resumes from the last completed epoch;
+- that no epoch is trained twice: zoo_lite's history (PyTorch: the ``epoch`` of each entry;
+  Keras: a ``keras.callbacks.History``'s epochs), Ray Train: the epochs rank 0 reported;
+- where zoo_lite's recovery time goes: the driver's steps are timed by wrapping the Estimator's
+  methods for the fit (nothing in zoo_lite is changed), the workers' steps by the stamps; and,
+  as the floor under a new group, how long 2 bare Ray actors take to start and to import torch
+  or tensorflow.
+
+A warm-up fit of each zoo_lite Estimator (1 epoch, not counted) runs before the rounds.
+
+Targets (issue text): epochs redone <= 1; recovery <= 15 s, or <= 0.5x Ray Train's recovery in
+the same run. For information: zoo_lite's interrupted fit against the same fit uninterrupted.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_recovery.py --repeat 3    # ~8-12 min on 2 cores
+    .venv/bin/python benchmarks/bench_recovery.py --quick       # 1 round, 100,000 rows
+
+It prints a markdown report; keep the latest in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib
+import json
+import logging
+import math
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import torch
+from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _timing import Timing, command_line, log
+from torch import nn
+
+from zoo_lite.learn.pytorch import Callback
+
+#: the stamp files of one run, in its own folder
+DEATH, BEGUN, RESTORED, RESUMED, EPOCHS = "death.json", "begun.json", "restored.json", "resumed.json", "epochs.txt"
+EPOCH_TIMES = "epoch-times.txt"   # seconds of each epoch, a line each (rank 0; Keras and Ray Train)
+TARGET_REDONE, TARGET_RECOVERY_S, TARGET_VS_RAY = 1.0, 15.0, 0.5
+
+
+# -- the model (as bench_torch_fit.py and bench_keras_fit.py build it) ---------------------------------------
+
+def make_torch_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(FEATURES, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, CLASSES))
+
+
+def make_torch_optimizer(parameters: Any) -> torch.optim.Optimizer:
+    return torch.optim.SGD(parameters, lr=0.05, momentum=0.9)
+
+
+def make_keras_model() -> Any:
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input(shape=(FEATURES,)),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(CLASSES),
+    ])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05, momentum=0.9),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+# -- stamps: written by the workers, read by the driver ---------------------------------------------------------
+
+def stamp(path: str, **fields: Any) -> None:
+    """Write ``time.time()`` (taken first) and ``fields`` as JSON to ``path``, atomically."""
+    record = {"at": time.time(), **fields}
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "w") as handle:
+        json.dump(record, handle)
+    os.replace(partial, path)
+
+
+def read_stamp(folder: str, name: str) -> Optional[dict[str, Any]]:
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def append_line(folder: str, name: str, value: Any) -> None:
+    with open(os.path.join(folder, name), "a") as handle:
+        handle.write(f"{value}\n")
+
+
+def read_lines(folder: str, name: str) -> list[str]:
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
+def die(folder: str, epoch: int, step: int, steps_per_epoch: int) -> None:
+    """Stamp the death (epoch and step are 0-based: ``step`` was the last one done), then SIGKILL
+    this process. The stamp is also the marker that makes every later group run on."""
+    stamp(os.path.join(folder, DEATH), pid=os.getpid(), epoch=epoch, step=step, steps_per_epoch=steps_per_epoch)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def should_die(folder: str, kill_epoch: Optional[int], epoch: int, step: int, steps_per_epoch: int) -> bool:
+    """At the middle step of epoch ``kill_epoch`` (1-based; ``epoch`` and ``step`` 0-based), once."""
+    return (kill_epoch is not None and epoch == kill_epoch - 1 and steps_per_epoch > 0 and step == steps_per_epoch // 2
+            and not os.path.exists(os.path.join(folder, DEATH)))
+
+
+class TorchProbe(Callback):
+    """zoo_lite PyTorch callback: the worker of ``kill_rank`` dies at the middle of epoch
+    ``kill_epoch``; in a group begun after that, rank 0 stamps the fit's begin and its first step.
+    It counts the steps of each epoch itself, so the middle is measured, not computed."""
+
+    def __init__(self, folder: str, kill_epoch: Optional[int], kill_rank: int = 1) -> None:
+        self.folder, self.kill_epoch, self.kill_rank = folder, kill_epoch, kill_rank
+        self.resumed, self.first_step_stamped = False, False
+        self.steps_per_epoch, self.steps = 0, 0
+
+    def before_run(self, runner: Any) -> None:
+        self.resumed = os.path.exists(os.path.join(self.folder, DEATH))
+        if self.resumed and runner.rank == 0:
+            stamp(os.path.join(self.folder, BEGUN), epoch=runner.epoch)
+
+    def before_train_epoch(self, runner: Any) -> None:
+        self.steps = 0
+
+    def after_train_iter(self, runner: Any) -> None:
+        self.steps += 1
+        if self.resumed:
+            if runner.rank == 0 and not self.first_step_stamped:
+                self.first_step_stamped = True
+                stamp(os.path.join(self.folder, RESUMED), epoch=runner.epoch, step=runner.batch_idx)
+        elif runner.rank == self.kill_rank and should_die(self.folder, self.kill_epoch, runner.epoch, runner.batch_idx,
+                                                          self.steps_per_epoch):
+            die(self.folder, runner.epoch, runner.batch_idx, self.steps_per_epoch)
+
+    def after_train_epoch(self, runner: Any) -> None:
+        self.steps_per_epoch = self.steps
+
+
+def keras_probe(folder: str, kill_epoch: Optional[int]) -> Any:
+    """The Keras counterpart of :class:`TorchProbe`, on rank 0 (where zoo_lite runs such
+    callbacks), which is therefore the worker killed. Built here so that this module needs no
+    Keras import."""
+    import keras
+
+    class KerasProbe(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.folder, self.kill_epoch = folder, kill_epoch
+            # in a dict: zoo_lite gives a resumed fit's callbacks the plain attributes they had
+            # after the last completed epoch, and these must stay this process's own
+            self.now = {"resumed": False, "stamped": False, "epoch": -1, "steps": 0, "steps_per_epoch": 0}
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            self.now["resumed"] = os.path.exists(os.path.join(self.folder, DEATH))
+            if self.now["resumed"]:
+                stamp(os.path.join(self.folder, BEGUN))
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.now.update(epoch=epoch, steps=0, began=time.perf_counter())
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            now = self.now
+            now["steps"] += 1
+            if now["resumed"]:
+                if not now["stamped"]:
+                    now["stamped"] = True
+                    stamp(os.path.join(self.folder, RESUMED), epoch=now["epoch"], step=batch)
+            elif should_die(self.folder, self.kill_epoch, now["epoch"], batch, now["steps_per_epoch"]):
+                die(self.folder, now["epoch"], batch, now["steps_per_epoch"])
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.now["steps_per_epoch"] = self.now["steps"]
+            append_line(self.folder, EPOCH_TIMES, time.perf_counter() - self.now["began"])
+
+    return KerasProbe()
+
+
+# -- the driver's side of a zoo_lite recovery -----------------------------------------------------------------
+
+@dataclass
+class Span:
+    name: str
+    start: float
+    end: float
+
+
+class DriverSpans:
+    """The times of an Estimator's recovery steps on the driver, taken by wrapping, for one fit,
+    the Estimator's methods, the names its module looks up (``wait_for_free_cpus``,
+    ``WorkerGroup``, ``rows_in_ray``) and ``WorkerGroup._wait``; and the ``zoo_lite.learn`` log
+    lines. Nothing in zoo_lite's files changes; everything is put back afterwards."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+        self.log_lines: list[tuple[float, str]] = []
+
+    def _timed(self, name: Callable[..., str], func: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.spans.append(Span(name(*args), start, time.time()))
+        return wrapper
+
+    @contextlib.contextmanager
+    def attached(self, est: Any) -> Iterator["DriverSpans"]:
+        import zoo_lite.learn.base.estimator as estimator_module
+
+        spans = self
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                spans.log_lines.append((record.created, record.getMessage()))
+
+        est._recover = self._timed(lambda *a: "recover", est._recover)
+        est._call = self._timed(lambda method, *a: f"call {method}", est._call)
+        est._load = self._timed(lambda *a: "load", est._load)
+        est.shutdown = self._timed(lambda *a: "shutdown", est.shutdown)
+        saved = (estimator_module.wait_for_free_cpus, estimator_module.WorkerGroup, estimator_module.WorkerGroup._wait,
+                 estimator_module.rows_in_ray)
+        estimator_module.wait_for_free_cpus = self._timed(lambda *a: "wait_for_free_cpus", saved[0])
+        estimator_module.WorkerGroup = self._timed(lambda *a: "WorkerGroup", saved[1])
+        # the group's waits: "start" (actors up, runners built), "connect" (rendezvous), and each call
+        saved[1]._wait = self._timed(lambda group, futures, what, *a: f"wait {what}", saved[2])
+        estimator_module.rows_in_ray = self._timed(lambda *a: "rows_in_ray", saved[3])   # the Spark job of a load
+        handler = Keep(level=logging.INFO)
+        logger = logging.getLogger("zoo_lite.learn")
+        logger.addHandler(handler)
+        try:
+            yield self
+        finally:
+            (estimator_module.wait_for_free_cpus, estimator_module.WorkerGroup, saved[1]._wait,
+             estimator_module.rows_in_ray) = saved
+            logger.removeHandler(handler)
+
+    def first(self, name: str, after: float) -> Optional[Span]:
+        return next((span for span in sorted(self.spans, key=lambda s: s.start) if span.name == name and span.start >= after), None)
+
+    def all(self, name: str, after: float) -> list[Span]:
+        return [span for span in self.spans if span.name == name and span.start >= after]
+
+
+# -- one run's figures ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    fit_s: float
+    epoch_s: list[float] = field(default_factory=list)
+    recovery_s: float = math.nan
+    redone_epochs: float = math.nan
+    phases: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def recovery_figures(run: Run, folder: str) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
+    """Recovery time and epochs redone from the death and first-resumed-step stamps."""
+    death, resumed = read_stamp(folder, DEATH), read_stamp(folder, RESUMED)
+    if death is None:
+        run.problems.append("no worker was killed (no death stamp)")
+    if resumed is None:
+        run.problems.append("no resumed step was stamped")
+    if death is not None and resumed is not None:
+        per_epoch = death["steps_per_epoch"]
+        done_at_death = death["epoch"] * per_epoch + death["step"] + 1
+        done_before_resumed_step = resumed["epoch"] * per_epoch + resumed["step"]
+        run.recovery_s = resumed["at"] - death["at"]
+        run.redone_epochs = (done_at_death - done_before_resumed_step) / per_epoch
+    return death, resumed
+
+
+#: the steps of starting a worker group and loading the data, as :func:`zoo_phases` and :func:`zoo_start_phases` name them
+STARTED, CONNECTED, STATE = ("new group: actor processes started, runners built", "new group: workers connected to each other",
+                             "model state sent to the workers")
+SPARK, TAKEN = "data: the DataFrame's partitions put into Ray by the executors", "data: the workers take their rows"
+
+
+def zoo_phases(run: Run, spans: DriverSpans, folder: str, death: dict[str, Any], resumed: dict[str, Any]) -> None:
+    """Split death -> first resumed step into the driver's and the workers' steps (they add up)."""
+    recover = spans.first("recover", death["at"])
+    if recover is None:
+        run.problems.append("the driver never entered its recovery")
+        return
+    detected = recover.start
+    steps = {name: spans.first(name, detected) for name in ("shutdown", "wait_for_free_cpus", "wait start", "WorkerGroup",
+                                                             "call set_state", "rows_in_ray", "load")}
+    begun = read_stamp(folder, BEGUN)
+    if None in steps.values() or begun is None:
+        run.problems.append(f"a recovery step was not seen: {steps}, begun={begun}")
+        return
+    marks = [("death", death["at"]), ("the driver sees the loss", detected), ("old group killed", steps["shutdown"].end),
+             ("Ray shows the CPUs free", steps["wait_for_free_cpus"].end), (STARTED, steps["wait start"].end),
+             (CONNECTED, steps["WorkerGroup"].end), (STATE, steps["call set_state"].end), (SPARK, steps["rows_in_ray"].end),
+             (TAKEN, max(span.end for span in spans.all("load", detected))), ("fit begun on the new group", begun["at"]),
+             ("first step done", resumed["at"])]
+    run.phases = {name: at - marks[i][1] for i, (name, at) in enumerate(marks[1:])}
+
+
+def zoo_start_phases(run: Run, spans: DriverSpans) -> None:
+    """The same steps at the start of an uninterrupted fit (its first group and load)."""
+    steps = {name: spans.first(name, 0.0) for name in ("WorkerGroup", "wait start", "call set_state", "rows_in_ray", "load")}
+    if None in steps.values():
+        run.problems.append(f"a start step was not seen: {steps}")
+        return
+    # the load starts the group (and sends the state) first
+    run.phases = {STARTED: steps["wait start"].end - steps["WorkerGroup"].start,
+                  CONNECTED: steps["WorkerGroup"].end - steps["wait start"].end,
+                  STATE: steps["call set_state"].end - steps["call set_state"].start,
+                  SPARK: steps["rows_in_ray"].end - steps["call set_state"].end,
+                  TAKEN: steps["load"].end - steps["rows_in_ray"].end}
+
+
+# -- the floor under a group start: bare Ray actors ------------------------------------------------------------
+
+class _BareActor:
+    """A Ray actor that only imports ``module``: how long a new worker process takes to run
+    Python, and then that import."""
+
+    def __init__(self, module: str) -> None:
+        self.began = time.time()
+        importlib.import_module(module)
+        self.imported = time.time()
+
+    def times(self) -> tuple[float, float]:
+        return self.began, self.imported
+
+
+def bare_actors(module: str) -> tuple[float, float]:
+    """Seconds from asking for 2 actors of 1 CPU (one per node) to both running ``__init__``, and
+    the slower one's import of ``module`` there."""
+    import ray
+
+    actor_class = ray.remote(num_cpus=1)(_BareActor)
+    asked = time.time()
+    actors = [actor_class.remote(module) for _ in range(2)]
+    times = ray.get([actor.times.remote() for actor in actors], timeout=300)
+    for actor in actors:
+        ray.kill(actor)
+    return max(began for began, _ in times) - asked, max(imported - began for began, imported in times)
+
+
+def check_lost_line(run: Run, spans: DriverSpans, expected: str) -> None:
+    if not any(expected in line for _, line in spans.log_lines):
+        run.problems.append(f"no log line {expected!r}: {[line for _, line in spans.log_lines if 'lost' in line]}")
+
+
+# -- (1) zoo_lite PyTorch ----------------------------------------------------------------------------------------
+
+def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, kill: bool) -> Run:
+    from zoo_lite.learn.pytorch import Estimator
+
+    model = make_torch_model()
+    est = Estimator.from_torch(model=model, optimizer=make_torch_optimizer(model.parameters()), loss=nn.CrossEntropyLoss(),
+                               workers_per_node=1, seed=0, max_failures=3)
+    try:
+        with DriverSpans().attached(est) as spans:
+            started = time.time()
+            history = est.fit(frame, epochs=args.epochs, batch_size=args.batch, feature_cols=["features"], label_cols=["label"],
+                              callbacks=[TorchProbe(folder, args.kill_epoch if kill else None)])
+            run = Run(time.time() - started, [h["epoch_time_s"] for h in history])
+    finally:
+        est.shutdown()
+    epochs = [h["epoch"] for h in history]
+    if epochs != list(range(1, args.epochs + 1)) or any(h["num_samples"] != rows for h in history):
+        run.problems.append(f"history: epochs {epochs}, rows {[h['num_samples'] for h in history]} (expected each of "
+                            f"1..{args.epochs} once, {rows} rows each)")
+    if kill:
+        death, resumed = recovery_figures(run, folder)
+        if death and resumed:
+            zoo_phases(run, spans, folder, death, resumed)
+        k = args.kill_epoch
+        check_lost_line(run, spans, f"worker 1 lost in epoch {k}; resuming from epoch {k - 1} on 2 workers")
+    else:
+        zoo_start_phases(run, spans)
+    return run
+
+
+# -- (2) zoo_lite Keras ----------------------------------------------------------------------------------------
+
+def zoo_keras_run(frame: Any, args: argparse.Namespace, folder: str, kill: bool) -> Run:
+    import keras
+
+    from zoo_lite.learn.tf2 import Estimator
+
+    est = Estimator.from_keras(model=make_keras_model(), workers_per_node=1, seed=0, max_failures=3)
+    history = keras.callbacks.History()   # runs on the driver, one on_epoch_end per completed epoch
+    try:
+        with DriverSpans().attached(est) as spans:
+            started = time.time()
+            results = est.fit(frame, epochs=args.epochs, batch_size=args.batch, feature_cols=["features"], label_cols=["label"],
+                              verbose=0, callbacks=[keras_probe(folder, args.kill_epoch if kill else None), history])
+            run = Run(time.time() - started, [float(line) for line in read_lines(folder, EPOCH_TIMES)])
+    finally:
+        est.shutdown()
+    if history.epoch != list(range(args.epochs)) or len(results.get("loss", [])) != args.epochs:
+        run.problems.append(f"history: epochs {history.epoch}, {len(results.get('loss', []))} losses "
+                            f"(expected each of 0..{args.epochs - 1} once)")
+    if kill:
+        death, resumed = recovery_figures(run, folder)
+        if death and resumed:
+            zoo_phases(run, spans, folder, death, resumed)
+        k = args.kill_epoch
+        check_lost_line(run, spans, f"worker 0 lost in epoch {k}; resuming from epoch {k - 1} on 2 workers")
+    else:
+        zoo_start_phases(run, spans)
+    return run
+
+
+# -- (3) Ray Train ----------------------------------------------------------------------------------------------
+
+def ray_train_loop(config: dict[str, Any]) -> None:
+    """Runs on each Ray Train worker: resume from the last checkpoint, if any; train; report a
+    checkpoint after every epoch; rank 1 dies at the kill point; stamps as the zoo_lite probes."""
+    import ray.train
+    import ray.train.torch
+
+    folder, rank = config["folder"], ray.train.get_context().get_world_rank()
+    resumed = os.path.exists(os.path.join(folder, DEATH))
+    if resumed and rank == 0:
+        stamp(os.path.join(folder, BEGUN))
+    model, start_epoch, optimizer_state = make_torch_model(), 0, None
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as directory:
+            state = torch.load(os.path.join(directory, "state.pt"))
+        model.load_state_dict(state["model"])
+        optimizer_state, start_epoch = state["optimizer"], state["epoch"]
+    model = ray.train.torch.prepare_model(model)
+    optimizer = make_torch_optimizer(model.parameters())
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+    if resumed and rank == 0:
+        stamp(os.path.join(folder, RESTORED), epoch=start_epoch)
+    loss_fn = nn.CrossEntropyLoss()
+    shard = ray.train.get_dataset_shard("train")
+    steps_per_epoch, stamped = 0, False
+    for epoch in range(start_epoch, config["epochs"]):
+        steps, began = 0, time.perf_counter()
+        for batch in shard.iter_torch_batches(batch_size=config["batch"] // 2,
+                                              dtypes={"features": torch.float32, "label": torch.int64}):
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(batch["features"]), batch["label"])
+            loss.backward()
+            optimizer.step()
+            loss.item()
+            steps += 1
+            if resumed:
+                if rank == 0 and not stamped:
+                    stamped = True
+                    stamp(os.path.join(folder, RESUMED), epoch=epoch, step=steps - 1)
+            elif rank == 1 and should_die(folder, config["kill_epoch"], epoch, steps - 1, steps_per_epoch):
+                die(folder, epoch, steps - 1, steps_per_epoch)
+        steps_per_epoch, epoch_s = steps, time.perf_counter() - began
+        with tempfile.TemporaryDirectory() as directory:
+            saved = None
+            if rank == 0:
+                torch.save({"model": getattr(model, "module", model).state_dict(), "optimizer": optimizer.state_dict(),
+                            "epoch": epoch + 1}, os.path.join(directory, "state.pt"))
+                saved = ray.train.Checkpoint.from_directory(directory)
+            ray.train.report({"epoch": epoch + 1}, checkpoint=saved)
+        if rank == 0:
+            append_line(folder, EPOCHS, epoch + 1)
+            append_line(folder, EPOCH_TIMES, epoch_s)
+
+
+def ray_train_run(dataset: Any, args: argparse.Namespace, folder: str, storage: str) -> Run:
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    trainer = TorchTrainer(
+        ray_train_loop,
+        train_loop_config={"folder": folder, "epochs": args.epochs, "batch": args.batch, "kill_epoch": args.kill_epoch},
+        scaling_config=ray.train.ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={"CPU": 1}),
+        run_config=ray.train.RunConfig(storage_path=storage, name=f"recovery-{time.time_ns()}",
+                                       failure_config=ray.train.FailureConfig(max_failures=1)),
+        datasets={"train": dataset},
+    )
+    started = time.time()
+    trainer.fit()
+    run = Run(time.time() - started, [float(line) for line in read_lines(folder, EPOCH_TIMES)])
+    epochs = [int(line) for line in read_lines(folder, EPOCHS)]
+    if epochs != list(range(1, args.epochs + 1)):
+        run.problems.append(f"epochs reported by rank 0: {epochs} (expected each of 1..{args.epochs} once)")
+    death, resumed = recovery_figures(run, folder)
+    begun, restored = read_stamp(folder, BEGUN), read_stamp(folder, RESTORED)
+    if death and resumed and begun and restored:
+        marks = [("death", death["at"]), ("train function restarted on a new worker group", begun["at"]),
+                 ("checkpoint restored, model wrapped in DDP", restored["at"]), ("first step done", resumed["at"])]
+        run.phases = {name: at - marks[i][1] for i, (name, at) in enumerate(marks[1:])}
+    return run
+
+
+def ray_dataset(frame: Any) -> Any:
+    import pandas as pd
+    import ray.data
+
+    x, y = frame_arrays(frame)
+    return ray.data.from_pandas(pd.DataFrame({"features": list(x), "label": y}))
+
+
+# -- the report ------------------------------------------------------------------------------------------------
+
+def source_digest() -> str:
+    """A digest of zoo_lite's sources, to tell whether they changed during the run."""
+    digest = hashlib.sha1()
+    for root, _, files in sorted(os.walk("zoo_lite")):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(root, name), "rb") as handle:
+                    digest.update(name.encode() + handle.read())
+    return digest.hexdigest()[:10]
+
+
+def median_of(runs: list[Run], value: Callable[[Run], float]) -> float:
+    values = [value(run) for run in runs if not math.isnan(value(run))]
+    return statistics.median(values) if values else math.nan
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=500_000)
+    parser.add_argument("--batch", type=int, default=1024, help="global batch size (default 1024)")
+    parser.add_argument("--epochs", type=int, default=5, help="epochs per fit (default 5)")
+    parser.add_argument("--kill-epoch", type=int, default=3, help="the epoch (1-based) in whose middle a worker dies (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--quick", action="store_true", help="1 round on 100,000 rows")
+    args = parser.parse_args(argv)
+    if not 2 <= args.kill_epoch <= args.epochs:
+        parser.error("--kill-epoch must be in [2, --epochs]: the probes measure an epoch's steps before they kill")
+    rows, repeat = (100_000, 1) if args.quick else (args.rows, args.repeat)
+    command = command_line("bench_recovery.py", argv)
+
+    import keras
+    import pyspark
+    import ray
+
+    import zoo_lite.learn.pytorch
+    import zoo_lite.learn.tf2   # imported now, so that the driver runs one version throughout (see the digest)
+    from zoo_lite import init_orca_context, stop_orca_context
+
+    load_before, digest_before = os.getloadavg(), source_digest()
+    cpu_before = os.times()
+    started = time.time()
+    runs: dict[str, list[Run]] = {name: [] for name in ("torch", "torch_plain", "keras", "keras_plain", "ray")}
+    bare = {name: Timing() for name in ("up", "torch", "tensorflow")}
+    root = tempfile.mkdtemp(prefix="bench-recovery-")
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.getOrCreate()
+        log(f"building {rows:,} rows")
+        frame = make_dataframe(spark, rows)
+        dataset = ray_dataset(frame)
+        storage = os.path.join(root, "ray-train")
+
+        def folder() -> str:
+            return tempfile.mkdtemp(dir=root)
+
+        # not counted: the first fits pay once for what every later one finds ready (the executors'
+        # Python workers, the first Arrow conversion of the frame)
+        log("warm-up fits")
+        warm_up = argparse.Namespace(**{**vars(args), "epochs": 1})
+        zoo_torch_run(frame, rows, warm_up, folder(), kill=False)
+        zoo_keras_run(frame, warm_up, folder(), kill=False)
+        for round_index in range(repeat):
+            log(f"round {round_index + 1}/{repeat}")
+            steps = [
+                ("torch_plain", lambda: zoo_torch_run(frame, rows, args, folder(), kill=False)),
+                ("torch", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True)),
+                ("keras_plain", lambda: zoo_keras_run(frame, args, folder(), kill=False)),
+                ("keras", lambda: zoo_keras_run(frame, args, folder(), kill=True)),
+                ("ray", lambda: ray_train_run(dataset, args, folder(), storage)),
+            ]
+            for name, step in steps:
+                if name == "ray":   # the CPUs are free between the zoo_lite cases and Ray Train
+                    for module in ("torch", "tensorflow"):
+                        up_s, import_s = bare_actors(module)
+                        bare["up"].add([up_s])
+                        bare[module].add([import_s])
+                    log(f"bare actors: up {up_s:.2f} s, torch import {bare['torch'].seconds[-1]:.2f} s, "
+                        f"tensorflow import {import_s:.2f} s")
+                run = step()
+                runs[name].append(run)
+                log(f"{name}: fit {run.fit_s:.1f} s, recovery {run.recovery_s:.2f} s, redone {run.redone_epochs:.2f} epochs"
+                    + (f"; PROBLEMS: {run.problems}" if run.problems else "")
+                    + (f"; phases {', '.join(f'{k}={v:.2f}' for k, v in run.phases.items())}" if run.phases else ""))
+    finally:
+        stop_orca_context()
+        shutil.rmtree(root, ignore_errors=True)
+    load_after, digest_after = os.getloadavg(), source_digest()
+    wall_s = time.time() - started
+
+    recovery = {name: Timing([r.recovery_s for r in runs[name] if not math.isnan(r.recovery_s)]) for name in ("torch", "keras", "ray")}
+    fits = {name: Timing([r.fit_s for r in group]) for name, group in runs.items()}
+    redone = {name: median_of(runs[name], lambda r: r.redone_epochs) for name in ("torch", "keras", "ray")}
+    problems = {name: [p for r in group for p in r.problems] for name, group in runs.items()}
+    ray_median = recovery["ray"].median if recovery["ray"].seconds else math.nan
+    targets = []
+    for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras")):
+        ok_history = not problems[name] and not problems[f"{name}_plain"]
+        targets.append((f"{label}: epochs redone (median), no epoch trained twice", f"{redone[name]:.2f}",
+                        f"<= {TARGET_REDONE:g}", redone[name] <= TARGET_REDONE and ok_history))
+        median = recovery[name].median if recovery[name].seconds else math.nan
+        ratio = median / ray_median
+        targets.append((f"{label}: death -> first resumed step, s (median; x Ray Train's median)", f"{median:.2f} ({ratio:.2f}x)",
+                        f"<= {TARGET_RECOVERY_S:g} s or <= {TARGET_VS_RAY:g}x",
+                        median <= TARGET_RECOVERY_S or ratio <= TARGET_VS_RAY))
+    twice = sum(1 for r in runs["ray"] if r.problems)
+    targets.append(("(3) Ray Train: epochs redone (median)", f"{redone['ray']:.2f}"
+                    + (f"; an epoch trained twice in {twice} of {len(runs['ray'])} runs" if twice else ""), "info", True))
+
+    phase_names = {name: next((list(r.phases) for r in runs[name] if r.phases), []) for name in ("torch", "keras", "ray")}
+
+    def phase_cell(name: str, phase: str) -> str:
+        return Timing([r.phases[phase] for r in runs.get(name, []) if phase in r.phases]).spread_cell(2)
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "zoo_lite"], capture_output=True, text=True).stdout.split("\n")
+    dirty = [line for line in dirty if line.strip()]
+    cpu_after = os.times()
+    from ray.train.v2._internal.constants import is_v2_enabled
+
+    lines = [
+        f"## bench_recovery: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
+        f"Command: `{command}`", "",
+        f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, keras "
+        f"{keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__} (Ray Train v2: {is_v2_enabled()}); "
+        f"zoo_lite at commit {commit}" + (f" with {len(dirty)} uncommitted file(s) under zoo_lite/" if dirty else "")
+        + ("; **zoo_lite's sources changed during the run**" if digest_before != digest_after else ""),
+        "- cluster: `init_orca_context(cluster_mode=\"local-cluster\", num_nodes=2, cores=1, memory=\"1g\", "
+        "init_ray_on_spark=True)`: 2 Ray-on-Spark nodes of 1 CPU; every case 2 workers x 1 CPU",
+        f"- data: {rows:,} rows x {FEATURES} float features + int label, a cached Spark DataFrame (Ray Train: "
+        "`ray.data.from_pandas` of it, built once); model: MLP 64-128-128-10, SGD(0.05, momentum 0.9), "
+        f"cross-entropy; global batch {args.batch}; {args.epochs} epochs per fit",
+        f"- a worker is SIGKILLed from inside after the middle step of epoch {args.kill_epoch} (zoo_lite PyTorch and "
+        "Ray Train: rank 1; zoo_lite Keras: rank 0, where Keras callbacks run)",
+        f"- {repeat} round(s), cases interleaved; cells are median (best–worst); an epoch: of the uninterrupted zoo_lite "
+        f"fits, Ray Train's on rank 0; {wall_s / 60:.1f} min; load average "
+        f"before {', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}; "
+        f"this process used {cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system:.0f} s of CPU",
+        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
+        *[f"| {claim} | {value} | {bar} | {('PASS' if ok else 'MISS') if bar != 'info' else '-'} |"
+          for claim, value, bar, ok in targets],
+        "", "### Recovery", "",
+        "| case | death -> first resumed step, s | epochs redone | fit, s (interrupted) | same fit uninterrupted, s | "
+        "an epoch, s |", "|---|---:|---:|---:|---:|---:|",
+        *[f"| {label} | {recovery[name].spread_cell(2)} | "
+          f"{Timing([r.redone_epochs for r in runs[name] if not math.isnan(r.redone_epochs)]).spread_cell(2)} | "
+          f"{fits[name].spread_cell(1)} | {fits[name + '_plain'].spread_cell(1) if name + '_plain' in fits else '-'} | "
+          f"{Timing([s for r in runs.get(name + '_plain', runs[name]) for s in r.epoch_s]).spread_cell(2)} |"
+          for name, label in (("torch", "(1) zoo_lite PyTorch, rank 1 killed"), ("keras", "(2) zoo_lite Keras, rank 0 killed"),
+                              ("ray", "(3) Ray Train TorchTrainer, rank 1 killed"))],
+    ]
+    for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras")):
+        if phase_names[name]:
+            lines += ["", f"### Where the recovery time goes: {label}", "",
+                      "| step (each from the end of the previous) | s | the same step at the start of the uninterrupted fit, s |",
+                      "|---|---:|---:|", *[f"| {phase} | {phase_cell(name, phase)} | {phase_cell(name + '_plain', phase)} |"
+                                          for phase in phase_names[name]]]
+    lines += ["", "### The floor under a group start: 2 bare Ray actors of 1 CPU on the same cluster", "",
+              "| step | s |", "|---|---:|",
+              f"| asked for -> both running `__init__` (a new worker process each) | {bare['up'].spread_cell(2)} |",
+              f"| `import torch` there | {bare['torch'].spread_cell(2)} |",
+              f"| `import tensorflow` there | {bare['tensorflow'].spread_cell(2)} |"]
+    if phase_names["ray"]:
+        lines += ["", "### Where the recovery time goes: (3) Ray Train", "", "| step (each from the end of the previous) | s |",
+                  "|---|---:|", *[f"| {phase} | {phase_cell('ray', phase)} |" for phase in phase_names["ray"]]]
+    all_problems = [f"{name}: {p}" for name, group in problems.items() for p in group]
+    if all_problems:   # for Ray Train, what it did (e.g. resumed from an older checkpoint), not a failure of this script
+        lines += ["", "### Checks that failed", "", *[f"- {p}" for p in all_problems]]
+    print("\n".join(lines + [""]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
