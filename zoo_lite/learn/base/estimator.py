@@ -179,6 +179,7 @@ class GroupEstimator:
             if len(recovery.failures) > recovery.max_failures:
                 raise recovery.give_up_error() from error
             extras = self._kept_fit_extras
+            _logger.warning("worker %d lost in %s (%s); starting a new worker group", error.rank, where, error.message)
             self.shutdown(force=True)
             try:
                 self._workers()   # a new group on the nodes alive, given the driver's state
