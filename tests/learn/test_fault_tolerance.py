@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Iterator
 
+import keras
 import numpy as np
 import pytest
 import ray
@@ -145,18 +146,26 @@ def test_max_failures_zero_turns_recovery_off(ray_local_cluster, tmp_path) -> No
 def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
         ray_local_cluster, exchange, tmp_path, learn_log) -> None:
     config = {"shared_memory_exchange": exchange == "shared_memory"}
+    def stopper():   # never sees a gain after the first epoch, so it stops after epoch 3 unless its count is lost
+        return keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e9)
+
     reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
-    expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0)
+    expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[stopper()])
+    assert len(expected["loss"]) == 3
     expected_weights = [w.copy() for w in reference.get_model().get_weights()]
     reference.shutdown()
 
     est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
     killer = faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
-    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[killer])
+    csv_path = tmp_path / "log.csv"
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0,
+                      callbacks=[killer, keras.callbacks.CSVLogger(str(csv_path)), stopper()])
 
     assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
-    assert len(history["loss"]) == EPOCHS
+    assert len(history["loss"]) == 3, "EarlyStopping's count did not survive the resume"
     np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    with open(csv_path) as file:   # the CSV keeps the epochs before the loss
+        assert [row.split(",")[0] for row in file.read().splitlines()] == ["epoch", "0", "1", "2"]
     for got, want in zip(est.get_model().get_weights(), expected_weights):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
     assert any("worker 0 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log

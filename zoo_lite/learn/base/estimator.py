@@ -94,11 +94,9 @@ class GroupEstimator:
         raise NotImplementedError
 
     def _fit_extras(self) -> Any:
-        """What else a resumed fit needs besides the model state (e.g. Keras callbacks' state)."""
+        """What else a resumed fit needs besides the model state (e.g. Keras callbacks' state), kept
+        after every epoch as ``_kept_fit_extras`` for the framework's ``restart``."""
         return None
-
-    def _restore_fit_extras(self, extras: Any) -> None:
-        """Give a resumed fit's new group what :meth:`_fit_extras` returned."""
 
     def _is_framework_input(self, data: Any) -> bool:
         """True for the framework's own inputs (a DataLoader, a tf.data.Dataset, a creator)."""
@@ -178,7 +176,6 @@ class GroupEstimator:
             recovery.failures.append(error)
             if len(recovery.failures) > recovery.max_failures:
                 raise recovery.give_up_error() from error
-            extras = self._kept_fit_extras
             _logger.warning("worker %d lost in %s (%s); starting a new worker group", error.rank, where, error.message)
             self.shutdown(force=True)
             try:
@@ -187,7 +184,6 @@ class GroupEstimator:
                                 error.rank, where, self._resume_point(), self.num_workers, len(recovery.failures),
                                 recovery.max_failures)
                 self._reload(recovery, error)
-                self._restore_fit_extras(extras)
                 return
             except WorkerError as again:
                 if not again.lost:

@@ -77,8 +77,9 @@ def _is_plain(value: Any) -> bool:
 
 
 def callback_states(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
-    """Each callback's plain attributes (``EarlyStopping``'s ``wait``, ``best`` and
-    ``best_weights``; ``ReduceLROnPlateau``'s counters), for a resumed fit to continue from.
+    """Each callback's plain state, its attributes but its constructor's settings
+    (``EarlyStopping``'s ``wait``, ``best`` and ``best_weights``; ``ReduceLROnPlateau``'s
+    counters), for a resumed fit to continue from.
 
     Examples
     --------
@@ -88,8 +89,21 @@ def callback_states(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
     >>> callback_states([stopper])[0]["wait"]
     2
     """
-    return [{name: value for name, value in vars(callback).items() if name not in ("model", "_model") and _is_plain(value)}
+    return [{name: value for name, value in vars(callback).items()
+             if name not in ("model", "_model") and name not in _settings(callback) and _is_plain(value)}
             for callback in callbacks]
+
+
+def _settings(callback: Any) -> set[str]:
+    """The names of the callback's constructor arguments: the user's settings, not its state (and
+    some are derived on first use: EarlyStopping negates ``min_delta`` when it picks its
+    comparison, so restoring it onto a fresh callback would negate it twice)."""
+    import inspect
+
+    try:
+        return set(inspect.signature(type(callback).__init__).parameters) - {"self"}
+    except (TypeError, ValueError):
+        return set()
 
 
 def restore_callback_states(callbacks: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:

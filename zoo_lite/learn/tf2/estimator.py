@@ -81,10 +81,6 @@ class KerasEstimator(GroupEstimator):
     def _fit_extras(self) -> Any:
         return self._call_rank0("callback_states")
 
-    def _restore_fit_extras(self, extras: Any) -> None:
-        if extras is not None:
-            self._call("restore_callback_states", extras)
-
     def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
              need_labels: bool = True) -> tuple[int, int]:
         """:meth:`_load`, with a tf.data.Dataset object turned into its graph first."""
@@ -160,13 +156,13 @@ class KerasEstimator(GroupEstimator):
         logs: dict[str, Any] = {}
         epochs_done = 0
 
-        def begin() -> None:
-            self._call("begin_fit", worker_callbacks, epochs, steps_each, self.model_dir)
+        def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
+            self._call("begin_fit", worker_callbacks, epochs, steps_each, self.model_dir, resumed_states)
 
         def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
             load()
             reporter.resume_at(steps_each * epochs_done)
-            begin()
+            begin(self._kept_fit_extras)   # the callbacks' state after the last completed epoch
 
         recovery = self._fit_recovery(restart)
         try:

@@ -419,7 +419,10 @@ class KerasRunner:
     # -- training ---------------------------------------------------------------------------------
 
     @_removes_autograph_files
-    def begin_fit(self, callbacks: list[Any], epochs: int, steps: int, model_dir: Optional[str]) -> None:
+    def begin_fit(self, callbacks: list[Any], epochs: int, steps: int, model_dir: Optional[str],
+                  resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
+        """Start a fit's callbacks; ``resumed_states`` (from :meth:`callback_states`) continues a fit
+        that lost a worker: file-writing loggers append instead of starting their file again."""
         import keras
 
         self.progress = {}
@@ -432,14 +435,20 @@ class KerasRunner:
         self._batch_logs_wanted = wants_batch_logs(mine)
         self.callbacks = keras.callbacks.CallbackList(mine, add_history=False, add_progbar=False, model=self.model,
                                                       verbose=0, epochs=epochs, steps=steps)
+        if resumed_states is not None:
+            for callback in mine:
+                if isinstance(callback, keras.callbacks.CSVLogger):
+                    callback.append = True   # the rows of the epochs before the loss stay
         self.callbacks.on_train_begin()
+        if resumed_states is not None:
+            restore_callback_states(self.fit_callbacks, resumed_states)
+            for callback in mine:
+                if isinstance(callback, keras.callbacks.CSVLogger):
+                    callback.append_header = False   # the file has it, above the epochs before the loss
 
     def callback_states(self) -> list[dict[str, Any]]:
         """The fit's callbacks' state (rank 0 runs them all), for a resumed fit."""
         return callback_states(self.fit_callbacks)
-
-    def restore_callback_states(self, states: list[dict[str, Any]]) -> None:
-        restore_callback_states(self.fit_callbacks, states)
 
     @_removes_autograph_files
     def end_fit(self, logs: dict[str, Any]) -> None:
