@@ -1,5 +1,6 @@
-"""The data both training benchmarks (``bench_torch_fit.py``, ``bench_keras_fit.py``) use, so that
-their figures are comparable: rows of 64 float features labelled by a fixed linear teacher."""
+"""The data the training benchmarks (``bench_torch_fit.py``, ``bench_keras_fit.py``,
+``bench_recovery.py``) use, so that their figures are comparable: rows of 64 float features
+labelled by a fixed linear teacher; and their Keras MLP."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FEATURES", "CLASSES", "make_dataframe", "frame_arrays"]
+__all__ = ["FEATURES", "CLASSES", "KERAS_LEARNING_RATE", "make_dataframe", "frame_arrays", "make_keras_mlp"]
 
 FEATURES, CLASSES = 64, 10
+KERAS_LEARNING_RATE = 0.05
 
 
 def make_dataframe(spark: Any, rows: int) -> Any:
@@ -33,3 +35,20 @@ def frame_arrays(frame: Any) -> tuple[np.ndarray, np.ndarray]:
     table = frame.toArrow()
     x = table.column("features").combine_chunks().flatten().to_numpy().reshape(-1, FEATURES)
     return x.astype(np.float32), table.column("label").to_numpy().astype(np.int64)
+
+
+def make_keras_mlp() -> Any:
+    """The compiled Keras MLP FEATURES-128-128-CLASSES (SGD with momentum 0.9, sparse cross-entropy
+    on logits), with the same initial weights on every call."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input(shape=(FEATURES,)),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(CLASSES),
+    ])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=KERAS_LEARNING_RATE, momentum=0.9),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model

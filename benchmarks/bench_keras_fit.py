@@ -49,29 +49,11 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _mlp_data import CLASSES, FEATURES, KERAS_LEARNING_RATE, frame_arrays, make_dataframe, make_keras_mlp
 from _timing import Timing, command_line, log, timed
 
 # No TensorFlow or Keras import at module level: the (a) child must size TensorFlow's thread pools
 # before anything starts its runtime.
-
-LEARNING_RATE = 0.05
-
-
-def make_model() -> Any:
-    """The compiled MLP, with the same initial weights on every call."""
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input(shape=(FEATURES,)),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(CLASSES),
-    ])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=LEARNING_RATE, momentum=0.9),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
 
 
 def epoch_timer(path: str) -> Any:
@@ -118,7 +100,7 @@ def reference_child(threads: int, data_path: str, batch: int, epochs: int) -> No
     data = np.load(data_path)
     with tempfile.TemporaryDirectory() as folder:
         times_path = os.path.join(folder, "epochs.txt")
-        make_model().fit(data["x"], data["y"], batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
+        make_keras_mlp().fit(data["x"], data["y"], batch_size=batch, epochs=epochs, shuffle=True, verbose=0,
                          callbacks=[epoch_timer(times_path)])
         print(json.dumps(read_epoch_times(times_path)), flush=True)
 
@@ -147,7 +129,7 @@ def zoo_run(frame: Any, workers_per_node: int, batch: int, epochs: int, folder: 
     fit of ``epochs`` epochs timed per epoch."""
     from zoo_lite.learn.tf2 import Estimator
 
-    model = make_model()
+    model = make_keras_mlp()
     fit_args = dict(batch_size=batch, feature_cols=["features"], label_cols=["label"], verbose=0)
     times_path = os.path.join(folder, f"epochs-{workers_per_node}-{time.time_ns()}.txt")
     started = time.perf_counter()
@@ -245,7 +227,7 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         f"keras {keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__}; zoo_lite at commit {commit}",
         f"- data: {rows:,} rows x {FEATURES} float features (array<float>) + int label, a cached Spark DataFrame in 4 "
         f"partitions on `init_orca_context(cluster_mode=\"local\", cores=2)`; Ray started on demand in {ray_start_s:.1f} s",
-        f"- model: Keras MLP {FEATURES}-128-128-{CLASSES}, SGD(learning_rate={LEARNING_RATE}, momentum=0.9), sparse "
+        f"- model: Keras MLP {FEATURES}-128-128-{CLASSES}, SGD(learning_rate={KERAS_LEARNING_RATE}, momentum=0.9), sparse "
         f"cross-entropy from logits; global batch {args.batch}; {args.epochs} epochs per timed fit",
         f"- {repeat} round(s), cases interleaved; (a) in a child process per case and round, its first epoch dropped; "
         "(b), (c) every epoch of a third fit on the same Estimator; ratios use the best time, median in brackets",

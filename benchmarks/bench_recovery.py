@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
-from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe, make_keras_mlp
 from _timing import Timing, command_line, log
 from torch import nn
 
@@ -89,21 +89,6 @@ def make_torch_model() -> nn.Module:
 
 def make_torch_optimizer(parameters: Any) -> torch.optim.Optimizer:
     return torch.optim.SGD(parameters, lr=0.05, momentum=0.9)
-
-
-def make_keras_model() -> Any:
-    import keras
-
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input(shape=(FEATURES,)),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(CLASSES),
-    ])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05, momentum=0.9),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
 
 
 # -- stamps: written by the workers, read by the driver ---------------------------------------------------------
@@ -429,7 +414,7 @@ def zoo_keras_run(frame: Any, args: argparse.Namespace, folder: str, kill: bool)
 
     from zoo_lite.learn.tf2 import Estimator
 
-    est = Estimator.from_keras(model=make_keras_model(), workers_per_node=1, seed=0, max_failures=3)
+    est = Estimator.from_keras(model=make_keras_mlp(), workers_per_node=1, seed=0, max_failures=3)
     history = keras.callbacks.History()   # runs on the driver, one on_epoch_end per completed epoch
     try:
         with DriverSpans().attached(est) as spans:
