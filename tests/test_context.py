@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import gateway_pids, java_descendants
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
+from zoo_lite.spark_settings import RaySettings
 from zoo_lite.standalone import LoopbackStandaloneCluster, spark_home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,6 +112,26 @@ def test_orca_settings_are_validated():
     OrcaContext.pandas_read_backend = "pandas"
     assert OrcaContext.pandas_read_backend == "pandas"
     OrcaContext.pandas_read_backend = "spark"
+
+
+def test_ray_settings_take_orca_switches_as_booleans_only():
+    assert RaySettings(log_output=True, barrier_mode=False).log_output is True
+    with pytest.raises(InvalidArgumentError, match=r"log_output='yes' must be True or False \(OrcaContext.log_output\)"):
+        RaySettings(log_output="yes")
+    with pytest.raises(InvalidArgumentError, match=r"barrier_mode=None must be True or False"):
+        RaySettings(barrier_mode=None)
+
+
+def test_orca_switches_travel_to_ray_on_spark_in_its_settings(no_context):
+    OrcaContext.log_output = True
+    try:
+        init_orca_context(cores=1, init_ray_on_spark=True)
+        settings = OrcaContext.get_ray_context().settings
+    finally:
+        OrcaContext.log_output = False
+    # the running cluster keeps what the driver said when Ray started, not the global as it is now
+    assert settings.log_output is True and settings.barrier_mode is True
+    assert OrcaContext.get_ray_context().settings.log_output is True
 
 
 @pytest.mark.cluster

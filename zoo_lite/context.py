@@ -13,7 +13,7 @@ import os
 import time
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
@@ -24,6 +24,7 @@ from zoo_lite.spark_settings import (
     RaySettings,
     SparkSettings,
     memory_to_mb,
+    registered_executors,
     spark_master_and_conf,
 )
 
@@ -123,19 +124,16 @@ def _check_spark_submit() -> None:
         )
 
 
-def _registered_executors(spark: "SparkSession") -> int:
-    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
-
 
 def _wait_for_executors(spark: "SparkSession", expected: int, timeout_s: float) -> None:
     """Block until the executors zoo_lite itself launched have registered, so that the first job
     (and Ray on Spark's barrier job) sees all of them."""
     deadline = time.monotonic() + timeout_s
-    while _registered_executors(spark) < expected:
+    while registered_executors(spark) < expected:
         if time.monotonic() > deadline:
             spark.stop()
             raise ClusterStartError(
-                f"only {_registered_executors(spark)} of num_nodes={expected} executors registered within "
+                f"only {registered_executors(spark)} of num_nodes={expected} executors registered within "
                 f"{timeout_s:.0f} s; check that this machine has the memory and cores requested"
             )
         time.sleep(0.1)
@@ -220,6 +218,22 @@ def init_orca_context(
     -------
     pyspark.SparkContext
         The context; a second call while one is active warns and returns the active one.
+        A SparkContext started outside zoo_lite is adopted as it is (with a warning), and
+        :func:`stop_orca_context` leaves it running.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown keyword argument, or an invalid value: an unsupported ``cluster_mode``,
+        ``cores``, ``memory`` or ``num_nodes`` that is not a positive amount, ``cores="*"``
+        outside local mode, a ``master`` URL of the wrong kind, or more ``num_ray_nodes`` than
+        there can be Ray nodes.
+    ContextError
+        ``cluster_mode`` cannot start from this process: ``"spark-submit"`` outside
+        spark-submit, ``"yarn-client"`` without ``HADOOP_CONF_DIR``, or a cluster deploy mode
+        (``"yarn-cluster"``, ``"k8s-cluster"``), which needs spark-submit.
+    ClusterStartError
+        The executors (or Ray's nodes) did not start; the message holds the tail of their output.
 
     Examples
     --------
@@ -227,6 +241,8 @@ def init_orca_context(
     >>> sc = init_orca_context(cluster_mode="local", cores=2)
     >>> sc.parallelize(range(10)).sum()
     45
+    >>> init_orca_context(cores=1) is sc  # a second call warns and returns the active context
+    True
     >>> stop_orca_context()
     """
     global _active, _atexit_registered
@@ -265,11 +281,21 @@ def stop_orca_context() -> None:
     started it) and a loopback standalone cluster. Calling it again, or with no active context,
     does nothing.
 
+    It is registered with ``atexit`` by the first :func:`init_orca_context`, so a script that
+    does not call it still stops everything when the interpreter exits. Collections built on a
+    stopped context raise :class:`ContextStoppedError` when used.
+
     Examples
     --------
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
     >>> _ = init_orca_context(cores=1)
     >>> stop_orca_context()
+    >>> OrcaContext.is_active()
+    False
+    >>> OrcaContext.get_spark_context()
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.ContextStoppedError: no zoo_lite context is active (...); call init_orca_context() first
     >>> stop_orca_context()  # idempotent
     """
     global _active
@@ -299,6 +325,10 @@ def _check_ray_nodes_fit(settings: SparkSettings, ray_settings: RaySettings, ini
 def _start_ray(context: _ActiveContext) -> "RayContext":
     from zoo_lite.ray_on_spark import start_ray_on_spark
 
+    # OrcaContext's switches as they are now travel with the settings: Ray on Spark and the
+    # executors read them from there, never from this process's globals
+    context.ray_settings = replace(context.ray_settings, log_output=OrcaContext.log_output,
+                                   barrier_mode=OrcaContext.barrier_mode)
     cores = context.settings.effective_cores
     local_cores = (os.cpu_count() or 1) if cores == "*" else int(cores)
     return start_ray_on_spark(context.spark, context.ray_settings, context.settings.cluster_mode, local_cores)
@@ -349,7 +379,25 @@ class _OrcaContextMeta(type):
 
     @property
     def pandas_read_backend(cls) -> str:
-        """Default ``backend`` of the pandas readers: ``"spark"`` or ``"pandas"``."""
+        """Default ``backend`` of the pandas readers: ``"spark"`` or ``"pandas"``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            On assignment of any other value.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext.pandas_read_backend
+        'spark'
+        >>> OrcaContext.pandas_read_backend = "pandas"  # read_csv etc. now use pandas' readers
+        >>> OrcaContext.pandas_read_backend = "dask"
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.InvalidArgumentError: OrcaContext.pandas_read_backend='dask' is not supported; use one of ['spark', 'pandas']
+        >>> OrcaContext.pandas_read_backend = "spark"
+        """
         return cls._pandas_read_backend
 
     @pandas_read_backend.setter
@@ -362,7 +410,19 @@ class _OrcaContextMeta(type):
 
     @property
     def log_output(cls) -> bool:
-        """Show the output of remote processes on the driver."""
+        """Show the output of remote processes on the driver.
+
+        Read when Ray on Spark starts: set it before :func:`init_orca_context` (or before the
+        first Estimator starts Ray). Any value is stored as a bool.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext.log_output
+        False
+        >>> OrcaContext.log_output = True  # Ray workers' prints now appear on the driver
+        >>> OrcaContext.log_output = False
+        """
         return cls._log_output
 
     @log_output.setter
@@ -371,7 +431,19 @@ class _OrcaContextMeta(type):
 
     @property
     def barrier_mode(cls) -> bool:
-        """Start Ray on Spark with a barrier-mode job (needs a fixed set of executors)."""
+        """Start Ray on Spark with a barrier-mode job (needs a fixed set of executors).
+
+        Read when Ray on Spark starts, like :attr:`log_output`. Set it to False where barrier
+        jobs cannot run, e.g. under dynamic allocation. Any value is stored as a bool.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext.barrier_mode
+        True
+        >>> OrcaContext.barrier_mode = False
+        >>> OrcaContext.barrier_mode = True
+        """
         return cls._barrier_mode
 
     @barrier_mode.setter
@@ -391,7 +463,18 @@ class _OrcaContextMeta(type):
 
     @property
     def serialize_data_creator(cls) -> bool:
-        """Run data creator functions one at a time on each node (Orca's file-lock option)."""
+        """Run data creator functions one at a time on each node (Orca's file-lock option).
+
+        Any value is stored as a bool.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext.serialize_data_creator
+        False
+        >>> OrcaContext.serialize_data_creator = True
+        >>> OrcaContext.serialize_data_creator = False
+        """
         return cls._serialize_data_creator
 
     @serialize_data_creator.setter
@@ -402,39 +485,133 @@ class _OrcaContextMeta(type):
 class OrcaContext(metaclass=_OrcaContextMeta):
     """Getters for the active context, and Orca's global settings.
 
+    The settings are class attributes, validated on assignment: :attr:`pandas_read_backend`,
+    :attr:`log_output`, :attr:`barrier_mode`, :attr:`serialize_data_creator` and
+    ``_shard_size``. The getters raise :class:`ContextStoppedError` when no context is active.
+
     Examples
     --------
-    >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
-    >>> sc = init_orca_context(cores=1)
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> sc = init_orca_context(cores=2)
     >>> OrcaContext.get_spark_context() is sc
     True
     >>> OrcaContext.pandas_read_backend = "pandas"
     >>> OrcaContext.pandas_read_backend = "spark"
-    >>> stop_orca_context()
     """
 
     @staticmethod
     def get_spark_context() -> "SparkContext":
-        """The active SparkContext; raises ContextStoppedError when there is none."""
+        """The active SparkContext; raises ContextStoppedError when there is none.
+
+        Returns
+        -------
+        pyspark.SparkContext
+            The one :func:`init_orca_context` returned.
+
+        Raises
+        ------
+        ContextStoppedError
+            No context is active (never started, or :func:`stop_orca_context` was called).
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> sc = init_orca_context(cores=2)
+        >>> OrcaContext.get_spark_context() is sc
+        True
+        >>> OrcaContext.get_spark_context().parallelize(range(4), 2).sum()
+        6
+        """
         return _require_active().spark.sparkContext
 
     @staticmethod
     def get_spark_session() -> "SparkSession":
-        """The active SparkSession; raises ContextStoppedError when there is none."""
+        """The active SparkSession; raises ContextStoppedError when there is none.
+
+        Returns
+        -------
+        pyspark.sql.SparkSession
+            The session of the active SparkContext.
+
+        Raises
+        ------
+        ContextStoppedError
+            No context is active.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> sc = init_orca_context(cores=2)
+        >>> spark = OrcaContext.get_spark_session()
+        >>> spark.sparkContext is sc, spark.range(5).count()
+        (True, 5)
+        """
         return _require_active().spark
 
     @staticmethod
     def get_sql_context() -> "SparkSession":
-        """Orca's name for the SQL entry point; the SparkSession serves that role in Spark 4."""
+        """Orca's name for the SQL entry point; the SparkSession serves that role in Spark 4.
+
+        Returns
+        -------
+        pyspark.sql.SparkSession
+            The same object as :meth:`get_spark_session`.
+
+        Raises
+        ------
+        ContextStoppedError
+            No context is active.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> _ = init_orca_context(cores=2)
+        >>> OrcaContext.get_sql_context() is OrcaContext.get_spark_session()
+        True
+        >>> OrcaContext.get_sql_context().sql("SELECT 1 + 1 AS two").first().two
+        2
+        """
         return _require_active().spark
 
     @staticmethod
     def get_ray_context() -> Optional["RayContext"]:
         """The :class:`~zoo_lite.ray_on_spark.RayContext` of the active context; None when Ray was
-        not started (``init_ray_on_spark=False`` and no Estimator has needed it yet)."""
+        not started (``init_ray_on_spark=False`` and no Estimator has needed it yet).
+
+        Returns
+        -------
+        RayContext or None
+            The running Ray cluster: its ``address`` and its ``nodes``, one per executor.
+
+        Raises
+        ------
+        ContextStoppedError
+            No context is active.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> ray_context = OrcaContext.get_ray_context()
+        >>> len(ray_context.nodes)  # local mode: one Ray node
+        1
+        """
         return _require_active().ray
 
     @staticmethod
     def is_active() -> bool:
-        """Whether a zoo_lite context is active."""
+        """Whether a zoo_lite context is active.
+
+        Returns
+        -------
+        bool
+            True between :func:`init_orca_context` and :func:`stop_orca_context`.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> _ = init_orca_context(cores=2)
+        >>> OrcaContext.is_active()
+        True
+        """
         return _active is not None

@@ -1,6 +1,7 @@
 """What the arguments of ``init_orca_context`` mean for Spark: a validated config and a pure
 translation into a master URL and a Spark conf. No Spark is started here, so every rule can be
-tested without a cluster."""
+tested without a cluster; :func:`registered_executors` only reads a running session (both the
+context and Ray on Spark need it, and neither imports the other for it)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from zoo_lite.errors import ContextError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "CLUSTER_MODES",
@@ -20,6 +24,7 @@ __all__ = [
     "RAY_KWARGS",
     "memory_to_mb",
     "spark_master_and_conf",
+    "registered_executors",
 ]
 
 CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
@@ -184,7 +189,12 @@ class SparkSettings:
 
 @dataclass(frozen=True)
 class RaySettings:
-    """Orca's Ray options of ``init_orca_context``, validated here and consumed by Ray on Spark."""
+    """Orca's Ray options of ``init_orca_context``, validated here and consumed by Ray on Spark.
+
+    ``log_output`` and ``barrier_mode`` are not keyword arguments: the context copies them from
+    ``OrcaContext`` when it starts Ray, so that Ray on Spark and the executors never read the
+    driver's globals.
+    """
 
     object_store_memory: Optional[str] = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -194,6 +204,8 @@ class RaySettings:
     include_webui: bool = False
     system_config: Mapping[str, object] = field(default_factory=dict)
     ray_start_timeout_s: float = 120.0
+    log_output: bool = False
+    barrier_mode: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.ray_start_timeout_s, bool) or not isinstance(self.ray_start_timeout_s, (int, float)) \
@@ -210,6 +222,38 @@ class RaySettings:
         for name in ("env", "extra_params", "system_config"):
             if not isinstance(getattr(self, name), Mapping):
                 raise InvalidArgumentError(f"{name}={getattr(self, name)!r} must be a dict")
+        for name in ("log_output", "barrier_mode"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r} must be True or False (OrcaContext.{name})")
+
+
+def registered_executors(spark: "SparkSession") -> int:
+    """How many executors have registered with the driver of ``spark`` so far (the driver itself
+    not counted).
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        A running session.
+
+    Returns
+    -------
+    int
+        Registered executors; 0 in local mode, where tasks run in the driver.
+
+    Raises
+    ------
+    AttributeError
+        ``spark`` has been stopped.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1)
+    >>> registered_executors(OrcaContext.get_spark_session())
+    0
+    """
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
 
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:

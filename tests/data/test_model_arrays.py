@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from zoo_lite.data import convert
+from zoo_lite.data import Columns, XShards, convert
+from zoo_lite.data.shard import model_arrays_from_spark_df, model_arrays_of
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError
 
 
@@ -100,3 +101,133 @@ def test_concatenation_refuses_to_drop_labels_or_mix_input_counts() -> None:
         convert.concat_model_arrays([labelled, {"x": (np.zeros((2, 1)),)}])
     with pytest.raises(InvalidArgumentError, match="different numbers of model inputs \\[1, 2\\]"):
         convert.concat_model_arrays([labelled, {"x": (np.zeros((2, 1)), np.zeros(2)), "y": np.zeros(2)}])
+
+
+# -- Columns: feature_cols / label_cols normalised once ---------------------------------------------
+
+@pytest.mark.parametrize("feature_cols,label_cols,expected", [
+    ("a", None, Columns(("a",), None)),
+    (["a", "b"], "t", Columns(("a", "b"), ("t",))),
+    (("a",), ["t", "u"], Columns(("a",), ("t", "u"))),
+    (None, None, Columns()),
+])
+def test_columns_are_normalised_to_tuples(feature_cols, label_cols, expected) -> None:
+    assert Columns.of(feature_cols, label_cols) == expected
+
+
+@pytest.mark.parametrize("feature_cols,label_cols,message", [
+    ([], None, r"feature_cols=\[\] must be a column name or a non-empty list of column names; pass e.g. feature_cols='a'"),
+    ("a", 3, r"label_cols=3 must be a column name or a non-empty list of column names; pass e.g. label_cols='a'"),
+    ({"a"}, None, r"feature_cols=\{'a'\} must be a column name"),
+])
+def test_bad_columns_name_the_argument_and_the_value(feature_cols, label_cols, message) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        Columns.of(feature_cols, label_cols)
+
+
+def test_columns_built_directly_must_be_tuples() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"Columns\(features=\['a'\]\): give None or a non-empty tuple"):
+        Columns(["a"])
+
+
+# -- dict shards with feature_cols: the named entries, never silently ignored ------------------------
+
+def _people() -> dict:
+    return {"age": np.array([30.0, 40.0, 50.0]), "height": np.array([[1.7], [1.8], [1.9]]),
+            "label": np.array([0, 1, 0]), "weight": np.array([60.0, 70.0, 80.0])}
+
+
+def test_a_dict_shard_with_feature_cols_gives_those_entries_in_order_and_label_cols_as_y() -> None:
+    arrays = convert.shard_to_model_arrays(_people(), Columns.of(["height", "age"], "label"))
+    assert [x.tolist() for x in arrays["x"]] == [[[1.7], [1.8], [1.9]], [30.0, 40.0, 50.0]]
+    assert arrays["y"].tolist() == [0, 1, 0]
+
+
+def test_several_label_entries_of_a_dict_shard_become_one_two_dimensional_target() -> None:
+    arrays = convert.shard_to_model_arrays(_people(), Columns.of("age", ["label", "weight"]))
+    assert arrays["y"].tolist() == [[0, 60.0], [1, 70.0], [0, 80.0]]
+
+
+def test_predicting_from_a_dict_shard_leaves_the_labels_out() -> None:
+    arrays = convert.shard_to_model_arrays(_people(), Columns.of("age", "label"), need_labels=False)
+    assert "y" not in arrays and len(arrays["x"]) == 1
+
+
+@pytest.mark.parametrize("columns,message", [
+    (Columns.of(["age", "size"], "label"),
+     r"feature_cols=\['age', 'size'\]: key\(s\) \['size'\] not in a dict shard, whose keys are \['age', 'height', 'label', 'weight'\]"),
+    (Columns.of("age", "target"), r"label_cols=\['target'\]: key\(s\) \['target'\] not in a dict shard"),
+])
+def test_a_key_missing_from_a_dict_shard_names_the_key_the_argument_and_the_keys_there_are(columns, message) -> None:
+    with pytest.raises(ColumnNotFoundError, match=message):
+        convert.shard_to_model_arrays(_people(), columns)
+
+
+def test_dict_entries_of_different_row_counts_are_named() -> None:
+    shard = {**_people(), "age": np.array([1.0, 2.0])}
+    with pytest.raises(InvalidArgumentError, match=r"different row counts \{'age': 2, 'label': 3\}"):
+        convert.shard_to_model_arrays(shard, Columns.of("age", "label"))
+
+
+def test_feature_cols_on_a_shard_that_is_neither_pandas_nor_a_dict_is_a_clear_error() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"feature_cols=\['a'\] names columns of pandas shards or keys of dict shards, but a shard is a list"):
+        convert.shard_to_model_arrays([1, 2], Columns.of("a"), need_labels=False)
+
+
+def test_a_dict_shard_without_feature_cols_keeps_the_x_y_form() -> None:
+    arrays = convert.shard_to_model_arrays({"x": (np.zeros((2, 3)), np.ones(2)), "y": np.arange(2), "other": 1}, Columns())
+    assert [x.shape for x in arrays["x"]] == [(2, 3), (2,)] and arrays["y"].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("shard,columns,message", [
+    ({"x": np.zeros(2)}, Columns(), r"a shard has no 'y' entry; training and evaluation need \{'x': \.\.\., 'y': \.\.\.\} shards"),
+    (_people(), Columns.of("age"), r"feature_cols=\['age'\] was given without label_cols"),
+    (pd.DataFrame({"a": [1.0]}), Columns.of("a"), r"feature_cols=\['a'\] was given without label_cols"),
+    (pd.DataFrame({"a": [1.0]}), Columns(), "the XShards holds pandas DataFrames: pass feature_cols"),
+])
+def test_training_shards_without_labels_or_features_are_clear_errors(shard, columns, message) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        convert.shard_to_model_arrays(shard, columns)
+
+
+# -- on Spark: XShards and DataFrames to model arrays, checked on the driver where possible --------
+
+def test_xshards_of_dicts_select_their_feature_keys(sc) -> None:
+    shards = XShards.partition(_people(), num_shards=2)
+    arrays = shards.to_model_arrays(Columns.of(["weight", "age"], "label")).collect()
+    assert [a["x"][0].tolist() for a in arrays] == [[60.0], [70.0, 80.0]]
+    assert np.concatenate([a["y"] for a in arrays]).tolist() == [0, 1, 0]
+    with pytest.raises(ColumnNotFoundError, match=r"key\(s\) \['size'\] not in a dict shard"):
+        shards.to_model_arrays(Columns.of("size", "label")).collect()
+
+
+@pytest.mark.parametrize("columns,need_labels,message", [
+    (Columns(), True, r"training is a Spark DataFrame: pass feature_cols=\[\.\.\.\] naming the model's input columns"),
+    (Columns.of("a"), True, r"training is a Spark DataFrame: pass label_cols=\[\.\.\.\] naming the label column\(s\)"),
+    (Columns.of("nope"), False, r"feature_cols=\['nope'\]: column\(s\) \['nope'\] not found; the DataFrame has columns \['a', 's', 't'\]"),
+    (Columns.of("s"), False, r"feature_cols: column 's' has type string, which is not numeric"),
+    (Columns.of("a", "s"), True, r"label_cols: column 's' has type string, which is not numeric"),
+])
+def test_spark_dataframe_columns_are_checked_on_the_driver(spark, columns, need_labels, message) -> None:
+    df = spark.createDataFrame([(1.0, "x", 0)], "a double, s string, t long")
+    with pytest.raises(InvalidArgumentError, match=message):
+        model_arrays_of(df, columns, need_labels=need_labels, argument="training")
+
+
+def test_spark_dataframe_vectors_and_arrays_become_one_input_each(spark) -> None:
+    from pyspark.ml.linalg import Vectors
+
+    df = spark.createDataFrame([(Vectors.dense([1.0, 2.0]), [3.0], 0), (Vectors.dense([4.0, 5.0]), [6.0], 1)], ["v", "a", "t"])
+    arrays = convert.concat_model_arrays(model_arrays_from_spark_df(df, Columns.of(["v", "a"], "t")).collect())
+    assert [x.tolist() for x in arrays["x"]] == [[[1.0, 2.0], [4.0, 5.0]], [[3.0], [6.0]]]
+    assert arrays["y"].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("data,columns,message", [
+    ("frame", Columns.of("a", "t"), r"data is a str; expected an XShards or a Spark DataFrame here"),
+    (None, Columns.of("a"), r"data: feature_cols was given without label_cols; pass label_cols=\[\.\.\.\] too"),
+])
+def test_model_arrays_of_refuses_other_inputs_and_feature_cols_without_labels(sc, data, columns, message) -> None:
+    data = XShards.partition(pd.DataFrame({"a": [1.0]}), num_shards=1) if data is None else data
+    with pytest.raises(InvalidArgumentError, match=message):
+        model_arrays_of(data, columns)

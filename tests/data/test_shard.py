@@ -267,6 +267,24 @@ def test_transform_shard_needs_a_callable(sc):
     shards = XShards.partition(np.arange(4), num_shards=2)
     with pytest.raises(InvalidArgumentError, match=r"func=3 is not callable"):
         shards.transform_shard(3)
+    with pytest.raises(InvalidArgumentError, match=r"func='f' is not callable"):
+        shards.map_partitions("f")
+
+
+def test_map_partitions_passes_the_partition_index_and_keeps_the_partitioning(sc):
+    shards = shards_of(sc, [np.arange(2), np.arange(2, 4)], 3)   # partition 0 is empty
+    tagged = shards.map_partitions(lambda shard, index: (index, shard.tolist()), with_index=True)
+    assert tagged.collect() == [(1, [0, 1]), (2, [2, 3])]
+    assert tagged.num_partitions() == 3
+    assert shards.map_partitions(np.negative).collect()[1].tolist() == [-2, -3]
+
+
+def test_map_partitions_reraises_a_zoo_lite_error_as_it_was_raised(sc):
+    def need_columns(shard):
+        raise ColumnNotFoundError("feature_cols=['a']: column(s) ['a'] not found")
+
+    with pytest.raises(ColumnNotFoundError, match=r"feature_cols=\['a'\]"):
+        XShards.partition(np.arange(4), num_shards=2).map_partitions(need_columns).collect()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -187,6 +187,17 @@ def test_dynamic_allocation_gets_a_clear_error() -> None:
     assert not OrcaContext.is_active()
 
 
+def test_barrier_mode_off_is_refused_from_the_settings_ray_was_started_with() -> None:
+    stop_orca_context()
+    OrcaContext.barrier_mode = False
+    try:
+        with pytest.raises(ContextError, match=r"OrcaContext.barrier_mode=False"):
+            init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", init_ray_on_spark=True)
+    finally:
+        OrcaContext.barrier_mode = True
+    assert not OrcaContext.is_active()
+
+
 def test_an_already_connected_ray_is_refused() -> None:
     import ray
 

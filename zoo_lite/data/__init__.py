@@ -1,5 +1,16 @@
-"""Distributed data: XShards and the pandas readers (``zoo_lite.data.pandas``)."""
+"""Distributed data: XShards, their partitions in Ray (:class:`RayXShards`), the columns a model is
+fed (:class:`Columns`), and the pandas readers (``zoo_lite.data.pandas``)."""
 
+from zoo_lite.data.convert import Columns
+from zoo_lite.data.ray_xshards import ObjectStoreFullError, PartitionLostError, PartitionReleasedError, RayXShards
 from zoo_lite.data.shard import SparkXShards, XShards
 
-__all__ = ["XShards", "SparkXShards"]
+__all__ = [
+    "XShards",
+    "SparkXShards",
+    "RayXShards",
+    "Columns",
+    "PartitionLostError",
+    "ObjectStoreFullError",
+    "PartitionReleasedError",
+]

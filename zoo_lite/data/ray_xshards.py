@@ -23,11 +23,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from zoo_lite.data import partition_ops
+from zoo_lite.data.spark_jobs import run_job
 from zoo_lite.errors import InvalidArgumentError, ZooLiteError, raising_transportably
 
 if TYPE_CHECKING:
+    from pyspark import RDD
+
     from zoo_lite.data.shard import SparkXShards
     from zoo_lite.ray_on_spark import RayContext
+
+    #: builds the SparkXShards of an RDD that keeps the given objects alive (SparkXShards passes it
+    #: in, so that this module needs SparkXShards for type hints only)
+    CollectionFactory = Callable[[RDD, Sequence[Any]], SparkXShards]
 
 __all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "ObjectStoreFullError", "shards_of_ranges"]
 
@@ -124,8 +131,9 @@ class _Lease:
 _task_connected_to: Optional[str] = None
 
 
-def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) -> None:
-    """Connect this Spark Python worker to the Ray node of its own executor (once per worker)."""
+def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]], log_output: bool) -> None:
+    """Connect this Spark Python worker to the Ray node of its own executor (once per worker);
+    ``log_output`` comes from the driver's RaySettings (the executor's OrcaContext is not the driver's)."""
     import ray
 
     from zoo_lite.ray_on_spark.cluster import connect_to_node, node_serving
@@ -145,7 +153,7 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]]) ->
             f"the Spark executor on {hostname} has no Ray node; to_ray() needs a Ray node on every executor "
             "host: start Ray with num_ray_nodes equal to the number of executors"
         )
-    connect_to_node(address, token, node["temp_dir"])
+    connect_to_node(address, token, node["temp_dir"], log_output)
     _task_connected_to = address
 
 
@@ -161,13 +169,15 @@ def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) 
         )
 
 
-def _put_partitions(address: str, token: str, nodes: list[dict[str, Any]], owner_names: dict[str, str],
-                    store_bytes: dict[str, float], tag: str) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
+def _put_partitions(ray_context: "RayContext", owner_names: dict[str, str], store_bytes: dict[str, float],
+                    tag: str) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
+    connection = _connection(ray_context)
+
     def put(index: int, shards: Iterator[Any]) -> list[tuple[int, str, int]]:
         import ray
         from ray.exceptions import ObjectStoreFullError as RayStoreFull
 
-        _connect_from_task(address, token, nodes)
+        _connect_from_task(*connection)
         partition = list(shards)
         node_id = ray.get_runtime_context().get_node_id()
         _check_fits(index, partition, store_bytes.get(node_id))
@@ -229,12 +239,18 @@ def _owners_on(ray_context: "RayContext", alive_nodes: list[dict[str, Any]]) -> 
     return {node_id: cached[node_id] for node_id in node_ids}
 
 
-def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
-    """Put every partition of ``shards`` into Ray from the executors (see the module docstring)."""
+def _connection(ray_context: "RayContext") -> tuple[str, str, list[dict[str, Any]], bool]:
+    """What a Spark task needs to connect to its node (plain values: shipped in closures)."""
+    return ray_context.address, ray_context.auth_token, ray_context.nodes, ray_context.settings.log_output
+
+
+def spark_to_ray(rdd: "RDD", spark_collection: "CollectionFactory") -> "RayXShards":
+    """Put every partition of ``rdd`` (a SparkXShards' RDD) into Ray from the executors (see the
+    module docstring); ``spark_collection`` is what the result's :meth:`RayXShards.to_spark_xshards`
+    builds its SparkXShards with."""
     import ray
 
     from zoo_lite.context import ray_context_started_on_demand
-    from zoo_lite.data.shard import _run
     from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
     ray_context = ray_context_started_on_demand()
@@ -245,15 +261,14 @@ def spark_to_ray(shards: "SparkXShards") -> "RayXShards":
     owners = [owner for _, owner in named_owners.values()]
     tag = uuid.uuid4().hex
     try:
-        placed = _run(shards._sc, shards.rdd.mapPartitionsWithIndex(
-            _put_partitions(ray_context.address, ray_context.auth_token, ray_context.nodes, owner_names, store_bytes, tag)).collect)
+        placed = run_job(rdd.context, rdd.mapPartitionsWithIndex(_put_partitions(ray_context, owner_names, store_bytes, tag)).collect)
         registered = ray.get([owner.registered.remote(tag) for owner in owners], timeout=_GET_TIMEOUT_S)
         refs = {index: boxed[0] for by_index in registered for index, boxed in by_index.items()}
     except BaseException:
         _forget(owners, tag)
         raise
     partitions = [_Partition(index, refs[index], node_id, rows, owner_names[node_id], tag) for index, node_id, rows in sorted(placed)]
-    return RayXShards(partitions, owners, tag)
+    return RayXShards(partitions, owners, tag, spark_collection)
 
 
 def _forget(owners: Sequence[Any], tag: str) -> None:
@@ -271,10 +286,12 @@ class RayXShards:
     and so keeps this RayXShards alive (as does every collection derived from it); a release
     meanwhile is deferred until the last of them is gone (see :meth:`release`).
 
+    Methods that read the objects raise :class:`ZooLiteError` once this RayXShards was released.
+
     Examples
     --------
     >>> import numpy as np
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data import XShards
     >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
     >>> shards = XShards.partition({"x": np.arange(10)}, num_shards=2)
@@ -283,13 +300,14 @@ class RayXShards:
     (10, 2)
     >>> [int(s["x"].sum()) for s in in_ray.to_spark_xshards().collect()]
     [10, 35]
-    >>> stop_orca_context()
     """
 
-    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = (), tag: str = "") -> None:
+    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = (), tag: str = "",
+                 spark_collection: Optional["CollectionFactory"] = None) -> None:
         self._parts = list(partitions)
         self._owners = list(owners)
         self._tag = tag
+        self._spark_collection = spark_collection
         self._released = False   # by the user: this handle cannot be used any more
         self._leases = 0         # live leases of SparkXShards reading the objects (see _Lease)
 
@@ -302,29 +320,159 @@ class RayXShards:
     # -- facts ----------------------------------------------------------------------------------
 
     def num_partitions(self) -> int:
-        """Number of partitions (objects)."""
+        """Number of partitions (objects).
+
+        Returns
+        -------
+        int
+            As many as the SparkXShards it was built from had.
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> XShards.partition(np.arange(6), num_shards=3).to_ray().num_partitions()
+        3
+        """
         return len(self._partitions)
 
     def __len__(self) -> int:
-        """Rows over all partitions (a shard that is not rows counts as one)."""
+        """Rows over all partitions (a shard that is not rows counts as one).
+
+        Known without reading the objects: counted when they were put into Ray.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> len(XShards.partition({"x": np.zeros((5, 2))}, num_shards=2).to_ray())
+        5
+        """
         return sum(partition.rows for partition in self._partitions)
 
     def partition_rows(self) -> list[int]:
-        """Rows of each partition, in partition order."""
+        """Rows of each partition, in partition order.
+
+        Returns
+        -------
+        list of int
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> XShards.partition(np.arange(5), num_shards=2).to_ray().partition_rows()
+        [2, 3]
+        """
         return [partition.rows for partition in self._partitions]
 
     def partition_nodes(self) -> list[str]:
-        """The Ray node id holding each partition, in partition order."""
+        """The Ray node id holding each partition, in partition order.
+
+        Each partition is put on the Ray node of the Spark executor that computed it.
+
+        Returns
+        -------
+        list of str
+            Hexadecimal Ray node ids.
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> nodes = XShards.partition(np.arange(4), num_shards=2).to_ray().partition_nodes()
+        >>> alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+        >>> len(nodes), set(nodes) <= alive
+        (2, True)
+        """
         return [partition.node_id for partition in self._partitions]
 
     def object_refs(self) -> list[Any]:
-        """The object reference of each partition, in partition order."""
+        """The object reference of each partition, in partition order.
+
+        Each object is the list of shards of one partition. The references stay valid while
+        this RayXShards is referenced and not released.
+
+        Returns
+        -------
+        list of ray.ObjectRef
+
+        Raises
+        ------
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(4), num_shards=2).to_ray()
+        >>> ray.get(in_ray.object_refs()[1])  # the list of shards of partition 1
+        [array([2, 3])]
+        """
         return [partition.ref for partition in self._partitions]
 
     # -- data -----------------------------------------------------------------------------------
 
     def collect(self) -> list[Any]:
-        """All shards on the driver, in order (for small data and tests)."""
+        """All shards on the driver, in order (for small data and tests).
+
+        Returns
+        -------
+        list
+            The shards of every partition, in partition order.
+
+        Raises
+        ------
+        PartitionLostError
+            A partition is gone with the Ray node or owner that held it; build the RayXShards
+            again with :meth:`SparkXShards.to_ray`.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> XShards.partition(np.arange(4), num_shards=2).to_ray().collect()
+        [array([0, 1]), array([2, 3])]
+        """
         return [shard for partition in self._get(list(range(len(self._partitions)))) for shard in partition]
 
     def _get(self, positions: list[int]) -> list[list[Any]]:
@@ -358,11 +506,75 @@ class RayXShards:
         first; partitions are cut when needed, including when there are fewer partitions than
         actors. Empty partitions are skipped. :meth:`assign_partition_ranges` also names the
         partition of each range.
+
+        Parameters
+        ----------
+        actors : list of ray.actor.ActorHandle
+            The actors to spread the rows over; where each runs is asked from it.
+
+        Returns
+        -------
+        list of list of (ray.ObjectRef, int, int)
+            For each actor, in the order of ``actors``, the rows ``start:stop`` of the
+            partition objects it gets.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``actors`` is empty.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(6), num_shards=2).to_ray()
+        >>> @ray.remote(num_cpus=0)
+        ... class Worker:
+        ...     pass
+        >>> assigned = in_ray.assign_partitions_to_actors([Worker.remote() for _ in range(3)])
+        >>> [sum(stop - start for _, start, stop in slices) for slices in assigned]  # rows per actor
+        [2, 2, 2]
         """
         return [[(ref, start, stop) for ref, _, start, stop in slices] for slices in self.assign_partition_ranges(actors)]
 
     def assign_partition_ranges(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int, int]]]:
-        """As :meth:`assign_partitions_to_actors`, with ``(object_ref, partition, start, stop)`` ranges."""
+        """As :meth:`assign_partitions_to_actors`, with ``(object_ref, partition, start, stop)`` ranges.
+
+        Parameters
+        ----------
+        actors : list of ray.actor.ActorHandle
+            The actors to spread the rows over.
+
+        Returns
+        -------
+        list of list of (ray.ObjectRef, int, int, int)
+            For each actor, the partition index and rows ``start:stop`` of each range it gets.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``actors`` is empty.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(6), num_shards=2).to_ray()
+        >>> @ray.remote(num_cpus=0)
+        ... class Worker:
+        ...     pass
+        >>> ranges = in_ray.assign_partition_ranges([Worker.remote(), Worker.remote()])
+        >>> [[(partition, start, stop) for _, partition, start, stop in slices] for slices in ranges]
+        [[(0, 0, 3)], [(1, 0, 3)]]
+        """
         if not actors:
             raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
         return self._assign(actor_nodes(actors))
@@ -378,7 +590,43 @@ class RayXShards:
 
         Partition ``i`` of the result comes from ``actors[i]``; its rows are that actor's assigned
         ranges in order. Which rows an actor gets depends on where it runs (local partitions
-        first), so the result's rows are in input order only when the assignment is."""
+        first), so the result's rows are in input order only when the assignment is.
+
+        Parameters
+        ----------
+        actors : list of ray.actor.ActorHandle
+            The actors to run ``func`` in, one call each.
+        func : callable
+            Called inside an actor as ``func(actor_instance, shards)``, with the list of shards
+            (cut to the assigned rows) that actor got; returns the actor's result shard.
+
+        Returns
+        -------
+        RayXShards
+            ``len(actors)`` partitions of one shard each.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``actors`` is empty.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(6), num_shards=2).to_ray()
+        >>> @ray.remote(num_cpus=0)
+        ... class Scaler:
+        ...     factor = 10
+        >>> scaled = in_ray.transform_shards_with_actors(
+        ...     [Scaler.remote(), Scaler.remote()], lambda actor, shards: np.concatenate(shards) * actor.factor)
+        >>> sorted(shard.tolist() for shard in scaled.collect())
+        [[0, 10, 20], [30, 40, 50]]
+        """
         import ray
 
         if not actors:
@@ -396,7 +644,7 @@ class RayXShards:
         tag = uuid.uuid4().hex
         ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
         partitions = [_Partition(i, ref, node or "", n, name, tag) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
-        return RayXShards(partitions, [holder], tag)
+        return RayXShards(partitions, [holder], tag, self._spark_collection)
 
     def to_spark_xshards(self) -> "SparkXShards":
         """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray.
@@ -405,33 +653,40 @@ class RayXShards:
         RayXShards (and its objects) alive until it and every SparkXShards derived from it through
         its methods are garbage-collected, even if this RayXShards is released or dropped first.
 
+        Returns
+        -------
+        SparkXShards
+            One partition per partition of this RayXShards, holding the same shards.
+
         Raises
         ------
         ZooLiteError
-            This RayXShards was released.
+            This RayXShards was released, or was not made by :meth:`SparkXShards.to_ray`.
+        PartitionReleasedError
+            At an action: the objects were freed meanwhile (possible only through an RDD taken
+            out with ``.rdd``, which keeps nothing alive).
 
         Examples
         --------
         >>> import numpy as np
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
         >>> back = XShards.partition(np.arange(6), num_shards=2).to_ray().to_spark_xshards()
         >>> back.transform_shard(np.negative).collect()  # the RayXShards lives on in back
         [array([ 0, -1, -2]), array([-3, -4, -5])]
-        >>> stop_orca_context()
         """
         from zoo_lite.context import OrcaContext, ray_context_started_on_demand
-        from zoo_lite.data.shard import SparkXShards, keeping_alive
 
+        if self._spark_collection is None:
+            raise ZooLiteError("this RayXShards was not made by SparkXShards.to_ray(); build it with to_ray() to read it back")
         ray_context = ray_context_started_on_demand()
         sc = OrcaContext.get_spark_context()
         # tasks borrow each reference from its holder actor: a reference pickled into a Spark
         # closure would be serialised out of band, which Ray cannot track
         located = [(partition.holder, partition.tag, partition.index) for partition in self._partitions]
-        fetch = _fetch_partition(ray_context.address, ray_context.auth_token, ray_context.nodes)
-        shards = SparkXShards(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch))
-        return keeping_alive(shards, (_Lease(self),))
+        fetch = _fetch_partition(_connection(ray_context))
+        return self._spark_collection(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch), (_Lease(self),))
 
     def release(self) -> None:
         """Free the partition objects (idempotent); this RayXShards cannot be used afterwards.
@@ -440,6 +695,23 @@ class RayXShards:
         referenced, it may yet read the objects: then they are freed only when the last of those
         collections is garbage-collected (drop them with ``del``), and until then those
         collections keep working. This RayXShards itself raises ZooLiteError from now on.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(4), num_shards=2).to_ray()
+        >>> back = in_ray.to_spark_xshards()
+        >>> in_ray.release()
+        >>> in_ray.release()  # idempotent
+        >>> back.collect()  # back still holds the objects; they go when back does
+        [array([0, 1]), array([2, 3])]
+        >>> in_ray.num_partitions()
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.ZooLiteError: this RayXShards was released and its objects freed; build it again with to_ray()
         """
         self._released = True
         if not self._leases:
@@ -496,7 +768,32 @@ def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices
 
 def shards_of_ranges(slices: Sequence[tuple[Any, int, int, int]]) -> list[Any]:
     """The shards an actor was assigned (:meth:`RayXShards.assign_partition_ranges`), in order,
-    fetched from the object store together."""
+    fetched from the object store together.
+
+    Parameters
+    ----------
+    slices : list of (ray.ObjectRef, int, int, int)
+        One actor's ``(object_ref, partition, start, stop)`` ranges.
+
+    Returns
+    -------
+    list
+        The shards of those ranges, each cut to rows ``start:stop`` of its partition.
+
+    Examples
+    --------
+    >>> import numpy as np, ray
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.data import XShards
+    >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+    >>> in_ray = XShards.partition(np.arange(6), num_shards=2).to_ray()
+    >>> @ray.remote(num_cpus=0)
+    ... class Worker:
+    ...     pass
+    >>> first, second = in_ray.assign_partition_ranges([Worker.remote(), Worker.remote()])
+    >>> shards_of_ranges(second)  # called inside an actor, usually
+    [array([3, 4, 5])]
+    """
     import ray
 
     partitions = ray.get([ref for ref, _, _, _ in slices], timeout=_GET_TIMEOUT_S)
@@ -506,11 +803,11 @@ def shards_of_ranges(slices: Sequence[tuple[Any, int, int, int]]) -> list[Any]:
     return shards
 
 
-def _fetch_partition(address: str, token: str, nodes: list[dict[str, Any]]) -> Callable[[Iterator[tuple[str, str, int]]], list[Any]]:
+def _fetch_partition(connection: tuple[str, str, list[dict[str, Any]], bool]) -> Callable[[Iterator[tuple[str, str, int]]], list[Any]]:
     def fetch(located: Iterator[tuple[str, str, int]]) -> list[Any]:
         import ray
 
-        _connect_from_task(address, token, nodes)
+        _connect_from_task(*connection)
         shards: list[Any] = []
         for holder_name, tag, index in located:
             holder = ray.get_actor(holder_name, namespace=_NAMESPACE)

@@ -24,14 +24,13 @@ import numpy as np
 import pandas as pd
 
 from zoo_lite.data import convert, partition_ops
+from zoo_lite.data.convert import Columns
+from zoo_lite.data.spark_jobs import ensure_alive, run_job
 from zoo_lite.errors import (
-    ContextStoppedError,
-    DataReadError,
     InvalidArgumentError,
     ShardFunctionError,
     ShardMismatchError,
     check_positive_int,
-    decode_remote_error,
     raising_transportably,
 )
 
@@ -42,45 +41,10 @@ if TYPE_CHECKING:
 
     from zoo_lite.data.ray_xshards import RayXShards
 
-__all__ = ["XShards", "SparkXShards"]
+__all__ = ["XShards", "SparkXShards", "model_arrays_of", "model_arrays_from_spark_df"]
 
 T = TypeVar("T")
 XS = TypeVar("XS", bound="XShards")
-
-
-def _ensure_alive(sc: "SparkContext") -> None:
-    if sc._jsc is None:
-        raise ContextStoppedError(
-            "this XShards belongs to a SparkContext that has been stopped (stop_orca_context()); "
-            "call init_orca_context() and build the XShards again"
-        )
-
-
-def _run(sc: "SparkContext", action: Callable[[], T]) -> T:
-    """Run a Spark action; re-raise an error from an executor as the error it was there."""
-    _ensure_alive(sc)
-    try:
-        return action()
-    except Exception as error:
-        remote = decode_remote_error(str(error))
-        if remote is None:
-            _ensure_alive(sc)
-            _raise_read_error_if_any(error)
-            raise
-        if remote.__cause__ is None:
-            remote.__suppress_context__ = True
-        raise remote
-
-
-_SPARK_READ_ERRORS = ("FAILED_READ_FILE", "MALFORMED_RECORD_IN_PARSING", "FileNotFoundException")
-
-
-def _raise_read_error_if_any(error: Exception) -> None:
-    """Spark's own reader failures (a malformed file, a file gone since listing) as DataReadError."""
-    text = str(error)
-    if any(marker in text for marker in _SPARK_READ_ERRORS):
-        summary = next((line.strip() for line in text.splitlines() if any(m in line for m in _SPARK_READ_ERRORS)), text[:500])
-        raise DataReadError(f"Spark could not read an input file: {summary}") from error
 
 
 def _per_shard(func: Callable[..., Any], *, with_index: bool = False) -> Callable[[int, Iterator[Any]], list[Any]]:
@@ -93,28 +57,20 @@ def _per_shard(func: Callable[..., Any], *, with_index: bool = False) -> Callabl
     return run
 
 
-def _user_per_shard(func: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int, Iterator[Any]], list[Any]]:
-    """Like :func:`_per_shard` for a user function: its errors become ShardFunctionError."""
-    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
-
-    @raising_transportably
-    def run(index: int, shards: Iterator[Any]) -> list[Any]:
-        results = []
-        for shard in shards:
-            try:
-                results.append(func(shard, *args))
-            except Exception as error:  # noqa: BLE001 - any user error is reported with its partition
-                raise ShardFunctionError(index, name, error) from error
-        return results
-
-    return run
+def _call_user_function(shard: Any, partition_index: int, func: Callable[..., Any], args: tuple[Any, ...], name: str) -> Any:
+    """``func(shard, *args)``; an error of the user's function becomes ShardFunctionError naming
+    it and the partition."""
+    try:
+        return func(shard, *args)
+    except Exception as error:  # noqa: BLE001 - any user error is reported with its partition
+        raise ShardFunctionError(partition_index, name, error) from error
 
 
 def _shuffle(rdd: "RDD", make_pieces: Callable[[Any, int], list[tuple[int, Any]]], num_partitions: int) -> "RDD":
     """Cut every shard into ``(target, piece)`` pairs, move each piece to its target partition and
     join the pieces there into one shard."""
 
-    _ensure_alive(rdd.context)
+    ensure_alive(rdd.context)
 
     @raising_transportably
     def cut(index: int, shards: Iterator[Any]) -> list[tuple[int, Any]]:
@@ -140,6 +96,108 @@ def _active_spark_context() -> "SparkContext":
     from zoo_lite.context import OrcaContext
 
     return OrcaContext.get_spark_context()
+
+
+def model_arrays_from_spark_df(df: "SparkDataFrame", columns: Columns, need_labels: bool = True, *,
+                               argument: str = "data") -> "SparkXShards":
+    """An XShards of model arrays (``{"x": (ndarray, ...), "y": ndarray}``, one shard per partition)
+    from a Spark DataFrame, converted on the executors through Arrow; lazy.
+
+    The columns are checked once, on the driver, from the DataFrame's schema (see
+    :func:`zoo_lite.data.convert.spark_df_to_model_arrays_rdd`).
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The data.
+    columns : Columns
+        ``features`` (required) name the model's inputs, one input per column (a Vector or
+        array column is one input of its width); ``labels`` become ``"y"``.
+    need_labels : bool, default True
+        False for prediction: no ``"y"``, and ``columns.labels`` may be None.
+    argument : str, default "data"
+        The argument ``df`` was passed as, for error messages.
+
+    Returns
+    -------
+    SparkXShards
+        One model-arrays shard per partition of ``df``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        No feature columns, or no label columns with ``need_labels``; a column that is not
+        numeric, an array of numbers or a Vector.
+    ColumnNotFoundError
+        A named column is not in ``df``.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=2)
+    >>> df = OrcaContext.get_spark_session().createDataFrame([(1.0, 0), (2.0, 1)], "a double, t long")
+    >>> arrays = model_arrays_from_spark_df(df, Columns.of("a", "t")).collect()
+    >>> sum(len(shard["y"]) for shard in arrays)
+    2
+    """
+    return SparkXShards(convert.spark_df_to_model_arrays_rdd(df, columns, need_labels, argument=argument))
+
+
+def model_arrays_of(data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> "SparkXShards":
+    """An XShards of model arrays from an XShards or a Spark DataFrame, lazily; what can be checked
+    on the driver is checked there first.
+
+    Parameters
+    ----------
+    data : SparkXShards or pyspark.sql.DataFrame
+        The data: pandas shards (with ``columns.features``), dict shards (``{"x": ..., "y": ...}``,
+        or any keys named by ``columns``), or a Spark DataFrame (with ``columns.features``).
+    columns : Columns
+        The feature and label columns (or dict keys), from :meth:`Columns.of`.
+    need_labels : bool, default True
+        True to train or evaluate (every shard needs labels), False to predict.
+    argument : str, default "data"
+        The argument ``data`` was passed as, for error messages.
+
+    Returns
+    -------
+    SparkXShards
+        One model-arrays shard (``{"x": (ndarray, ...), "y": ndarray}``) per input shard.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``data`` is neither an XShards nor a Spark DataFrame; a Spark DataFrame without feature
+        columns (or label columns with ``need_labels``); feature columns without label columns
+        with ``need_labels``. Column errors inside the shards surface at the next action.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.data import XShards
+    >>> _ = init_orca_context(cores=2)
+    >>> shards = XShards.partition(pd.DataFrame({"a": [1.0, 2.0, 3.0], "t": [0, 1, 0]}), num_shards=2)
+    >>> [s["y"].tolist() for s in model_arrays_of(shards, Columns.of("a", "t")).collect()]
+    [[0], [1, 0]]
+    >>> model_arrays_of([1, 2], Columns.of("a", "t"))
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: data is a list; expected an XShards or a Spark DataFrame here
+    """
+    if convert.is_spark_df(data):
+        return model_arrays_from_spark_df(data, columns, need_labels, argument=argument)
+    if isinstance(data, SparkXShards):
+        if need_labels and columns.features is not None and columns.labels is None:
+            raise InvalidArgumentError(f"{argument}: feature_cols was given without label_cols; pass label_cols=[...] too")
+        return data.to_model_arrays(columns, need_labels)
+    raise InvalidArgumentError(f"{argument} is a {type(data).__name__}; expected an XShards or a Spark DataFrame here")
+
+
+def _collection_keeping(rdd: "RDD", objects: Sequence[Any]) -> "SparkXShards":
+    """A SparkXShards of ``rdd`` that keeps ``objects`` alive: how a RayXShards builds its
+    SparkXShards without importing this module (which would make an import cycle)."""
+    return keeping_alive(SparkXShards(rdd), objects)
 
 
 # -- keeping alive what a lazy collection reads -------------------------------------------------------
@@ -195,13 +253,12 @@ class XShards(ABC):
     Examples
     --------
     >>> import numpy as np
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data import XShards
     >>> _ = init_orca_context(cores=2)
     >>> shards = XShards.partition({"x": np.arange(10).reshape(5, 2), "y": np.arange(5)}, num_shards=2)
     >>> len(shards), shards.num_partitions()
     (5, 2)
-    >>> stop_orca_context()
     """
 
     #: what this collection's lazy data reads from and must outlive it (e.g. a RayXShards' lease);
@@ -230,23 +287,30 @@ class XShards(ABC):
         num_shards : int, optional
             Number of shards (and partitions); defaults to Spark's default parallelism.
 
+        Returns
+        -------
+        SparkXShards
+            ``num_shards`` partitions of one shard each, contiguous in row order, whose sizes
+            differ by at most one row.
+
         Raises
         ------
         InvalidArgumentError
             Fewer rows than ``num_shards``, or ``data`` is not array-like.
         ShardMismatchError
             Leaves with different numbers of rows.
+        ContextStoppedError
+            No context is active: call :func:`~zoo_lite.init_orca_context` first.
 
         Examples
         --------
         >>> import numpy as np
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
-        >>> shards = XShards.partition([np.zeros((4, 3)), np.ones(4)], num_shards=2)
+        >>> shards = XShards.partition([np.zeros((5, 3)), np.ones(5)], num_shards=2)
         >>> [pair[0].shape for pair in shards.collect()]
-        [(2, 3), (2, 3)]
-        >>> stop_orca_context()
+        [(2, 3), (3, 3)]
         """
         sc = _active_spark_context()
         count = sc.defaultParallelism if num_shards is None else check_positive_int(num_shards, "num_shards")
@@ -257,17 +321,39 @@ class XShards(ABC):
     def load_pickle(path: str, minPartitions: Optional[int] = None) -> "SparkXShards":
         """Load shards saved by :meth:`SparkXShards.save_pickle`.
 
+        Parameters
+        ----------
+        path : str
+            The folder ``save_pickle`` wrote; local, ``file://``, ``hdfs://`` or ``s3://``.
+        minPartitions : int, optional
+            The least number of partitions to read into (a hint passed to Spark's
+            ``pickleFile``); by default Spark decides.
+
+        Returns
+        -------
+        SparkXShards
+            The saved shards, as they were saved.
+
+        Raises
+        ------
+        DataReadError
+            ``path`` does not exist or is an empty folder.
+        InvalidArgumentError
+            ``minPartitions`` is not a positive integer.
+        ContextStoppedError
+            No context is active: call :func:`~zoo_lite.init_orca_context` first.
+
         Examples
         --------
         >>> import tempfile, numpy as np
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
         >>> path = tempfile.mkdtemp() + "/shards"
         >>> _ = XShards.partition(np.arange(6), num_shards=3).save_pickle(path)
-        >>> len(XShards.load_pickle(path))
-        6
-        >>> stop_orca_context()
+        >>> loaded = XShards.load_pickle(path)
+        >>> len(loaded), sorted(int(shard.sum()) for shard in loaded.collect())
+        (6, [1, 5, 9])
         """
         from zoo_lite.data.paths import expand_paths
 
@@ -279,15 +365,66 @@ class XShards(ABC):
 
     @abstractmethod
     def transform_shard(self, func: Callable[..., Any], *args: Any) -> "XShards":
-        """Apply ``func(shard, *args)`` to every shard."""
+        """Apply ``func(shard, *args)`` to every shard (see :meth:`SparkXShards.transform_shard`).
+
+        Parameters
+        ----------
+        func : callable
+            Called as ``func(shard, *args)``; its return value is the new shard.
+        *args
+            Extra positional arguments passed to ``func`` after the shard.
+
+        Returns
+        -------
+        XShards
+            A new collection of the results, with the same partitions.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(np.arange(4), 2).transform_shard(np.add, 1).collect()
+        [array([1, 2]), array([3, 4])]
+        """
 
     @abstractmethod
     def collect(self) -> list[Any]:
-        """All shards, in partition order, on the driver."""
+        """All shards, in partition order, on the driver (see :meth:`SparkXShards.collect`).
+
+        Returns
+        -------
+        list
+            One item per shard.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(np.arange(4), 2).collect()
+        [array([0, 1]), array([2, 3])]
+        """
 
     @abstractmethod
     def num_partitions(self) -> int:
-        """Number of partitions."""
+        """Number of partitions (see :meth:`SparkXShards.num_partitions`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(np.arange(4), 2).num_partitions()
+        2
+        """
 
 
 class SparkXShards(XShards):
@@ -301,6 +438,13 @@ class SparkXShards(XShards):
         Kept for Orca compatibility; zoo_lite never caches implicitly (see :meth:`cache`).
     class_name : str, optional
         Kept for Orca compatibility.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``rdd`` is not a pyspark RDD.
+    ContextStoppedError
+        The SparkContext of ``rdd`` has been stopped.
 
     Notes
     -----
@@ -316,13 +460,12 @@ class SparkXShards(XShards):
     Examples
     --------
     >>> import pandas as pd
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data import SparkXShards
     >>> sc = init_orca_context(cores=2)
     >>> rdd = sc.parallelize([pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"a": [3]})], 2)
     >>> SparkXShards(rdd).transform_shard(lambda df: df * 10).concat_to_pdf()["a"].tolist()
     [10, 20, 30]
-    >>> stop_orca_context()
     """
 
     def __init__(self, rdd: "RDD", transient: bool = False, class_name: Optional[str] = None) -> None:
@@ -330,7 +473,7 @@ class SparkXShards(XShards):
 
         if not isinstance(rdd, RDD):
             raise InvalidArgumentError(f"rdd={rdd!r} must be a pyspark RDD whose elements are shards")
-        _ensure_alive(rdd.context)
+        ensure_alive(rdd.context)
         self.rdd = rdd
         self.transient = transient
         self.class_name = class_name
@@ -342,12 +485,50 @@ class SparkXShards(XShards):
     def _sc(self) -> "SparkContext":
         return self.rdd.context
 
-    def _map(self, func: Callable[..., Any], *, with_index: bool = False) -> "SparkXShards":
+    def map_partitions(self, func: Callable[..., Any], *, with_index: bool = False) -> "SparkXShards":
+        """``func`` applied to every shard, lazily, on the executors that hold them: the primitive
+        every per-shard method of this collection is one call of (as ``dask.bag.map_partitions``;
+        a shard is most often its partition's only element).
+
+        Parameters
+        ----------
+        func : callable
+            ``func(shard)``, or ``func(shard, partition_index)`` with ``with_index=True``; its
+            return value is the new shard. It must be picklable (a module-level function, a
+            lambda, a partial).
+        with_index : bool, default False
+            Also pass the index of the shard's partition.
+
+        Returns
+        -------
+        SparkXShards
+            The results, in the same partitions.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``func`` is not callable.
+        ZooLiteError
+            At the next action: the error ``func`` raised on an executor, as it was raised there
+            (:meth:`transform_shard` also names the user function and the partition).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(np.arange(4), num_shards=2)
+        >>> shards.map_partitions(lambda shard, index: shard + 10 * index, with_index=True).collect()
+        [array([0, 1]), array([12, 13])]
+        """
+        if not callable(func):
+            raise InvalidArgumentError(f"func={func!r} is not callable; pass a function taking a shard")
         return SparkXShards(self.rdd.mapPartitionsWithIndex(_per_shard(func, with_index=with_index), preservesPartitioning=True))
 
     def _gather(self, func: Callable[[Any], T]) -> list[T]:
         """``func`` of every shard, collected in partition order."""
-        return _run(self._sc, self.rdd.mapPartitionsWithIndex(_per_shard(func)).collect)
+        return run_job(self._sc, self.rdd.mapPartitionsWithIndex(_per_shard(func)).collect)
 
     # -- construction and conversion ----------------------------------------------------------------
 
@@ -355,15 +536,24 @@ class SparkXShards(XShards):
     def from_spark_df(df: "SparkDataFrame") -> "SparkXShards":
         """One pandas shard per partition of a Spark DataFrame, converted on the executors via Arrow.
 
+        Parameters
+        ----------
+        df : pyspark.sql.DataFrame
+            The DataFrame to convert; its rows never pass through the driver.
+
+        Returns
+        -------
+        SparkXShards
+            One pandas DataFrame shard per partition of ``df`` (lazy: converted at the next action).
+
         Examples
         --------
-        >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
+        >>> from zoo_lite import init_orca_context, OrcaContext
         >>> from zoo_lite.data import SparkXShards
         >>> _ = init_orca_context(cores=2)
         >>> df = OrcaContext.get_spark_session().range(6, numPartitions=3)
         >>> [len(shard) for shard in SparkXShards.from_spark_df(df).collect()]
         [2, 2, 2]
-        >>> stop_orca_context()
         """
         return SparkXShards(convert.spark_df_to_pandas_rdd(df))
 
@@ -377,16 +567,27 @@ class SparkXShards(XShards):
             all-missing in one shard takes the other shards' type, int and float give float); a
             column whose types cannot be unified raises an error naming it and the partitions.
 
+        Returns
+        -------
+        pyspark.sql.DataFrame
+            One partition per partition of this collection, its rows in shard order.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A shard is not a pandas DataFrame, the shards' column types cannot be unified, or
+            there are no shards and no ``schema``.
+
         Examples
         --------
         >>> import pandas as pd
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
-        >>> shards = XShards.partition(pd.DataFrame({"a": range(4)}), num_shards=2)
-        >>> shards.to_spark_df().count()
-        4
-        >>> stop_orca_context()
+        >>> shards = XShards.partition(pd.DataFrame({"a": range(4), "b": list("wxyz")}), num_shards=2)
+        >>> df = shards.to_spark_df()
+        >>> df.count(), df.columns
+        (4, ['a', 'b'])
         """
         from zoo_lite.context import OrcaContext
 
@@ -399,7 +600,7 @@ class SparkXShards(XShards):
             frames = [partition_ops.require_pandas(shard, "to_spark_df") for shard in shards]
             return [(index, bool(len(frame)), convert.arrow_schema_of_pandas(frame)) for frame in frames]
 
-        schemas = _run(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schemas_of)).collect)
+        schemas = run_job(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schemas_of)).collect)
         if not schemas:
             raise InvalidArgumentError("to_spark_df() on an XShards with no shards: pass schema= to build an empty DataFrame")
         non_empty = [(index, schema) for index, filled, schema in schemas if filled]
@@ -409,10 +610,80 @@ class SparkXShards(XShards):
         """Put every partition into Ray's object store from the executors, never through the driver.
 
         Ray on Spark is started with the context's Ray options if it is not running yet. See
-        :class:`~zoo_lite.data.ray_xshards.RayXShards`."""
+        :class:`~zoo_lite.data.ray_xshards.RayXShards`.
+
+        Returns
+        -------
+        RayXShards
+            One Ray object per partition, each on the Ray node of the executor that computed it.
+
+        Raises
+        ------
+        ObjectStoreFullError
+            A partition does not fit into its node's object store: raise ``object_store_memory``
+            in :func:`~zoo_lite.init_orca_context`, or :meth:`repartition` into more partitions.
+        ZooLiteError
+            An executor has no Ray node (fewer ``num_ray_nodes`` than executors).
+        ContextStoppedError
+            The context of this collection has been stopped.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition({"x": np.arange(6)}, num_shards=2).to_ray()
+        >>> in_ray.num_partitions(), in_ray.partition_rows()
+        (2, [3, 3])
+        """
         from zoo_lite.data.ray_xshards import spark_to_ray
 
-        return spark_to_ray(self)
+        return spark_to_ray(self.rdd, _collection_keeping)
+
+    def to_model_arrays(self, columns: Columns, need_labels: bool = True) -> "SparkXShards":
+        """Each shard as model arrays, ``{"x": (ndarray, ...), "y": ndarray}``: one array per model
+        input, the labels as ``"y"``; lazy.
+
+        A pandas shard gives one input per column of ``columns.features`` (an array column is one
+        input of its width). A dict shard with ``columns.features`` gives its entries of those keys,
+        in that order, and its ``columns.labels`` entries as ``"y"``; without, it must be
+        ``{"x": ndarray or tuple of ndarrays, "y": ndarray}``.
+
+        Parameters
+        ----------
+        columns : Columns
+            The feature and label columns (or dict keys), from :meth:`Columns.of`.
+        need_labels : bool, default True
+            True to train or evaluate (a shard without labels is an error), False to predict
+            (labels are left out of pandas shards and selected dict entries).
+
+        Returns
+        -------
+        SparkXShards
+            One model-arrays shard per shard.
+
+        Raises
+        ------
+        InvalidArgumentError
+            At the next action: a pandas shard without ``columns.features``, a dict key that is not
+            in a shard, a non-numeric column or entry, entries of different row counts, or no
+            labels with ``need_labels``.
+        ColumnNotFoundError
+            At the next action: a column of ``columns`` is not in a pandas shard.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import Columns, XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition({"age": np.arange(4.0), "height": np.ones(4), "y": np.arange(4)}, num_shards=2)
+        >>> first = shards.to_model_arrays(Columns.of(["age", "height"], "y")).first()
+        >>> [x.tolist() for x in first["x"]], first["y"].tolist()
+        ([[0.0, 1.0], [1.0, 1.0]], [0, 1])
+        """
+        return self.map_partitions(functools.partial(convert.shard_to_model_arrays, columns=columns, need_labels=need_labels))
 
     # -- transformations ----------------------------------------------------------------------------
 
@@ -422,34 +693,73 @@ class SparkXShards(XShards):
         An exception in ``func`` surfaces at the next action as :class:`ShardFunctionError`
         with the partition index; the original exception is its ``__cause__``.
 
+        Parameters
+        ----------
+        func : callable
+            Called on the executors as ``func(shard, *args)``; its return value is the new
+            shard. It must be picklable (a module-level function, a lambda, a partial).
+        *args
+            Extra positional arguments passed to ``func`` after the shard.
+
+        Returns
+        -------
+        SparkXShards
+            The results, one per shard, in the same partitions.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``func`` is not callable.
+        ShardFunctionError
+            At the next action: ``func`` raised on a shard.
+
         Examples
         --------
         >>> import numpy as np
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
-        >>> XShards.partition(np.arange(4), 2).transform_shard(np.multiply, 3).collect()
+        >>> shards = XShards.partition(np.arange(4), 2)
+        >>> shards.transform_shard(np.multiply, 3).collect()
         [array([0, 3]), array([6, 9])]
-        >>> stop_orca_context()
+        >>> shards.transform_shard(lambda a: a["price"]).collect()
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.ShardFunctionError: function '<lambda>' failed on partition ...
         """
         if not callable(func):
             raise InvalidArgumentError(f"func={func!r} is not callable; pass a function taking a shard")
-        return SparkXShards(self.rdd.mapPartitionsWithIndex(_user_per_shard(func, args), preservesPartitioning=True))
+        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+        return self.map_partitions(functools.partial(_call_user_function, func=func, args=args, name=name), with_index=True)
 
     def repartition(self, num_partitions: int) -> "SparkXShards":
         """``num_partitions`` shards with rows spread evenly (row trees are cut into pieces; other
         objects move whole). Row order is not kept.
 
+        Parameters
+        ----------
+        num_partitions : int
+            Number of partitions (and shards) of the result.
+
+        Returns
+        -------
+        SparkXShards
+            The same rows in ``num_partitions`` partitions.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``num_partitions`` is not a positive integer.
+
         Examples
         --------
         >>> import numpy as np
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
         >>> shards = XShards.partition(np.arange(10), 2).repartition(5)
         >>> shards.num_partitions(), len(shards)
         (5, 10)
-        >>> stop_orca_context()
         """
         count = check_positive_int(num_partitions, "num_partitions")
         pieces = functools.partial(_even_pieces, num_partitions=count)
@@ -459,17 +769,36 @@ class SparkXShards(XShards):
         """Hash-partition pandas shards by ``cols``: afterwards all rows with equal keys are in one
         shard. Vectorised: each shard is hashed and cut once, pieces move in one shuffle.
 
+        Parameters
+        ----------
+        cols : column label or list of them
+            The key column(s).
+        num_partitions : int, optional
+            Partitions of the result; by default as many as this collection has.
+
+        Returns
+        -------
+        SparkXShards
+            One pandas shard per partition (possibly empty, with the columns kept).
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``cols`` is empty or ``num_partitions`` is not a positive integer; at the next
+            action, a shard is not a pandas DataFrame.
+        ColumnNotFoundError
+            At the next action: a key column is not in the shards.
+
         Examples
         --------
         >>> import pandas as pd
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
         >>> frame = pd.DataFrame({"k": [1, 2, 1, 2, 3], "v": range(5)})
         >>> parts = XShards.partition(frame, 2).partition_by("k", num_partitions=3).collect()
         >>> [sum(key in set(p["k"]) for p in parts) for key in (1, 2, 3)]  # each key in one shard
         [1, 1, 1]
-        >>> stop_orca_context()
         """
         columns = _as_list(cols)
         if not columns:
@@ -479,40 +808,287 @@ class SparkXShards(XShards):
         return SparkXShards(_shuffle(self.rdd, pieces, count))
 
     def __getitem__(self, key: Any) -> "SparkXShards":
-        """``shard[key]`` of every shard, e.g. a column of pandas shards as Series shards."""
-        return self._map(functools.partial(_select_key, key=key))
+        """``shard[key]`` of every shard, e.g. a column of pandas shards as Series shards.
+
+        Parameters
+        ----------
+        key : object
+            A column label of pandas shards, a key of dict shards, a position of tuple shards.
+
+        Returns
+        -------
+        SparkXShards
+            ``shard[key]`` of every shard, in the same partitions.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            At the next action: ``key`` is not a column of a pandas shard.
+        InvalidArgumentError
+            At the next action: ``key`` is not in a shard of another kind.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8]}), 2)
+        >>> [series.tolist() for series in shards["b"].collect()]
+        [[5, 6], [7, 8]]
+        """
+        return self.map_partitions(functools.partial(_select_key, key=key))
 
     def select(self, cols: Union[Hashable, Sequence[Hashable]]) -> "SparkXShards":
-        """Only the columns ``cols`` of pandas shards."""
-        return self._map(functools.partial(_select_columns, columns=_as_list(cols)))
+        """Only the columns ``cols`` of pandas shards.
+
+        Parameters
+        ----------
+        cols : column label or list of them
+            The columns to keep, in this order.
+
+        Returns
+        -------
+        SparkXShards
+            pandas shards with only ``cols``, in the same partitions.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            At the next action: a column is not in the shards.
+        InvalidArgumentError
+            At the next action: a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"a": [1, 2], "b": [3, 4], "c": [5, 6]}), 2)
+        >>> list(shards.select(["c", "a"]).first().columns)
+        ['c', 'a']
+        """
+        return self.map_partitions(functools.partial(_select_columns, columns=_as_list(cols)))
 
     def sort_values(self, col_names: Union[Hashable, Sequence[Hashable]], ascending: bool = True) -> "SparkXShards":
-        """Sort the rows of each pandas shard (Orca's per-shard semantics)."""
-        return self._map(functools.partial(_sort_values, columns=_as_list(col_names), ascending=ascending))
+        """Sort the rows of each pandas shard (Orca's per-shard semantics): rows do not move
+        between shards, so the collection as a whole is not sorted.
+
+        Parameters
+        ----------
+        col_names : column label or list of them
+            The columns to sort by.
+        ascending : bool, default True
+            Sort in ascending order; False for descending.
+
+        Returns
+        -------
+        SparkXShards
+            Each shard sorted, in the same partitions.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            At the next action: a column is not in the shards.
+        InvalidArgumentError
+            At the next action: a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"v": [1, 2, 3, 4]}), 2)
+        >>> [shard["v"].tolist() for shard in shards.sort_values("v", ascending=False).collect()]
+        [[2, 1], [4, 3]]
+        """
+        return self.map_partitions(functools.partial(_sort_values, columns=_as_list(col_names), ascending=ascending))
 
     def drop_missing_value(self) -> "SparkXShards":
-        """Drop rows with a missing value from each pandas shard."""
-        return self._map(_drop_missing)
+        """Drop rows with a missing value from each pandas shard.
+
+        Returns
+        -------
+        SparkXShards
+            The shards without their rows that hold a missing value (NaN, None, NaT).
+
+        Raises
+        ------
+        InvalidArgumentError
+            At the next action: a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"a": [1.0, None, 3.0, 4.0]}), 2)
+        >>> shards.drop_missing_value().concat_to_pdf()["a"].tolist()
+        [1.0, 3.0, 4.0]
+        """
+        return self.map_partitions(_drop_missing)
 
     def sample(self, frac: float, replace: bool = False, random_state: Optional[int] = None) -> "SparkXShards":
-        """A fraction ``frac`` of each shard's rows; with ``random_state`` the same every time."""
+        """A fraction ``frac`` of each shard's rows; with ``random_state`` the same every time.
+
+        Parameters
+        ----------
+        frac : float
+            The fraction of rows to draw from each shard, in [0, 1] (any non-negative value
+            with ``replace=True``).
+        replace : bool, default False
+            Draw with replacement.
+        random_state : int, optional
+            Seed; each partition draws from its own stream derived from it.
+
+        Returns
+        -------
+        SparkXShards
+            The sampled pandas shards, in the same partitions.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``frac`` is out of range; at the next action, a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"v": range(8)}), 2)
+        >>> half = shards.sample(0.5, random_state=7)
+        >>> len(half), half.concat_to_pdf().equals(shards.sample(0.5, random_state=7).concat_to_pdf())
+        (4, True)
+        """
         if not 0 <= frac <= (float("inf") if replace else 1):
             raise InvalidArgumentError(f"frac={frac!r} must be in [0, 1] without replace")
-        return self._map(functools.partial(_sample, frac=frac, replace=replace, seed=random_state), with_index=True)
+        return self.map_partitions(functools.partial(_sample, frac=frac, replace=replace, seed=random_state), with_index=True)
 
     def assembleFeatureLabelCols(self, featureCols: Sequence[Hashable], labelCols: Sequence[Hashable]) -> "SparkXShards":
-        """Each pandas shard as ``{"x": features, "y": labels}`` (2-D arrays), Orca's training form."""
-        return self._map(functools.partial(convert.pandas_to_feature_label, feature_cols=_as_list(featureCols), label_cols=_as_list(labelCols)))
+        """Each pandas shard as ``{"x": features, "y": labels}`` (2-D arrays), Orca's training form.
+
+        Parameters
+        ----------
+        featureCols : list of column labels
+            Columns stacked, in this order, into ``x`` of shape ``(rows, len(featureCols))``.
+        labelCols : list of column labels
+            Columns stacked into ``y`` of shape ``(rows, len(labelCols))``.
+
+        Returns
+        -------
+        SparkXShards
+            One ``{"x": ndarray, "y": ndarray}`` dict per shard.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            At the next action: a feature or label column is not in the shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> frame = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.5] * 4, "t": [0, 1, 0, 1]})
+        >>> first = XShards.partition(frame, 2).assembleFeatureLabelCols(["a", "b"], ["t"]).first()
+        >>> first["x"].shape, first["y"].ravel().tolist()
+        ((2, 2), [0, 1])
+        """
+        return self.map_partitions(functools.partial(convert.pandas_to_feature_label, feature_cols=_as_list(featureCols), label_cols=_as_list(labelCols)))
 
     def group_by(self, columns: Union[Hashable, Sequence[Hashable]], agg: Any, join: bool = False) -> "SparkXShards":
         """Aggregate rows by ``columns`` (pandas ``groupby(...).agg(agg)``), exactly across shards;
-        with ``join=True`` the aggregates are joined back onto every row."""
+        with ``join=True`` the aggregates are joined back onto every row.
+
+        The collection is first hash-partitioned by ``columns`` (:meth:`partition_by`), so every
+        group is aggregated in one shard.
+
+        Parameters
+        ----------
+        columns : column label or list of them
+            The group keys. Missing keys form a group of their own.
+        agg : str, callable, list or dict
+            What pandas' ``DataFrameGroupBy.agg`` takes, e.g. ``"sum"`` or ``{"v": ["min", "max"]}``;
+            with several functions per column the result's columns are named ``v_min``, ``v_max``.
+        join : bool, default False
+            Return every row with its group's aggregates added (suffix ``_agg`` on a name clash)
+            instead of one row per group.
+
+        Returns
+        -------
+        SparkXShards
+            pandas shards of the groups (or of the joined rows), as many partitions as before.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            At the next action: a key column is not in the shards.
+        InvalidArgumentError
+            At the next action: a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"k": ["a", "b", "a", "c"], "v": [1, 2, 3, 4]}), 2)
+        >>> totals = shards.group_by("k", agg="sum").concat_to_pdf().sort_values("k")
+        >>> totals.to_dict("list")
+        {'k': ['a', 'b', 'c'], 'v': [4, 2, 4]}
+        >>> joined = shards.group_by("k", agg={"v": "sum"}, join=True).concat_to_pdf().sort_values("v")
+        >>> joined["v_agg"].tolist()
+        [4, 2, 4, 4]
+        """
         keys = _as_list(columns)
         grouped = functools.partial(partition_ops.group_aggregate, columns=keys, agg=agg, join=join)
-        return self.partition_by(keys)._map(grouped)
+        return self.partition_by(keys).map_partitions(grouped)
 
     def merge(self, right: "SparkXShards", how: str = "inner", on: Union[Hashable, Sequence[Hashable], None] = None) -> "SparkXShards":
-        """``pd.merge`` of two pandas collections on the key columns ``on``, exactly across shards."""
+        """``pd.merge`` of two pandas collections on the key columns ``on``, exactly across shards.
+
+        Both sides are hash-partitioned by ``on`` into the larger of their partition counts, then
+        merged partition by partition.
+
+        Parameters
+        ----------
+        right : SparkXShards
+            The other pandas collection.
+        how : {"inner", "left", "right", "outer"}, default "inner"
+            The kind of join, as in ``pd.merge``.
+        on : column label or list of them
+            Key column(s) present on both sides; required.
+
+        Returns
+        -------
+        SparkXShards
+            pandas shards of the merged rows.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``on`` is missing or ``how`` is not a merge type.
+        ColumnNotFoundError
+            At the next action: a key column is missing on one side.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> left = XShards.partition(pd.DataFrame({"k": ["a", "b", "a", "c"], "v": [1, 2, 3, 4]}), 2)
+        >>> right = XShards.partition(pd.DataFrame({"k": ["a", "b"], "w": [10, 20]}), 2)
+        >>> merged = left.merge(right, on="k").concat_to_pdf().sort_values("v")
+        >>> merged.to_dict("list")
+        {'k': ['a', 'b', 'a'], 'v': [1, 2, 3], 'w': [10, 20, 10]}
+        """
         if on is None:
             raise InvalidArgumentError("merge needs on=<column or list of columns> shared by both sides")
         if how not in ("inner", "left", "right", "outer"):
@@ -525,30 +1101,130 @@ class SparkXShards(XShards):
         return SparkXShards(pairs.mapPartitionsWithIndex(_per_shard(merged, with_index=True)).flatMap(_identity_list))
 
     def deduplicates(self) -> "SparkXShards":
-        """Drop duplicate rows across all shards."""
-        return self.partition_by_all_columns()._map(partition_ops.deduplicate)
+        """Drop duplicate rows across all shards.
+
+        Rows are first hash-partitioned by every column (:meth:`partition_by_all_columns`), so
+        all copies of a row meet in one shard; one copy of each is kept.
+
+        Returns
+        -------
+        SparkXShards
+            pandas shards without duplicate rows, as many partitions as before.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The collection has no shards, or a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> frame = pd.DataFrame({"k": ["a", "a", "b", "b"], "v": [1, 1, 2, 3]})
+        >>> XShards.partition(frame, 2).deduplicates().concat_to_pdf().sort_values("v")["v"].tolist()
+        [1, 2, 3]
+        """
+        return self.partition_by_all_columns().map_partitions(partition_ops.deduplicate)
 
     def partition_by_all_columns(self) -> "SparkXShards":
-        """Hash-partition pandas shards by every column (used to find duplicates)."""
+        """Hash-partition pandas shards by every column (used to find duplicates).
+
+        The columns are those of the first shard (:meth:`get_schema`).
+
+        Returns
+        -------
+        SparkXShards
+            pandas shards in which equal rows are in the same shard, as many partitions as before.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The collection has no shards, or a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> frame = pd.DataFrame({"k": ["a", "b", "a", "b"], "v": [1, 2, 1, 2]})
+        >>> parts = XShards.partition(frame, 2).partition_by_all_columns().collect()
+        >>> sorted(len(part) for part in parts)  # both copies of each row in one shard
+        [0, 4]
+        """
         columns = list(self.get_schema()["columns"])
         return self.partition_by(columns)
 
     def split(self) -> list["SparkXShards"]:
-        """For shards that are tuples/lists of k items: k collections, one per position."""
+        """For shards that are tuples/lists of k items: k collections, one per position.
+
+        Returns
+        -------
+        list of SparkXShards
+            ``k`` collections; the i-th holds item i of every shard, in the same partitions.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The first shard is not a list or tuple (checked at once, with one small job); at the
+            next action, another shard is not.
+        ShardMismatchError
+            At the next action: shards hold different numbers of items.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> features, labels = XShards.partition((np.arange(4), np.arange(4) * 10), 2).split()
+        >>> labels.collect()
+        [array([ 0, 10]), array([20, 30])]
+        """
         first = self.first()
         if not isinstance(first, (list, tuple)):
             raise InvalidArgumentError(f"split() needs list or tuple shards, but a shard is a {type(first).__name__}")
-        checked = self._map(functools.partial(partition_ops.split_tuple_shard, expected_length=len(first)))
-        return [checked._map(functools.partial(_item, position=i)) for i in range(len(first))]
+        checked = self.map_partitions(functools.partial(partition_ops.split_tuple_shard, expected_length=len(first)))
+        return [checked.map_partitions(functools.partial(_item, position=i)) for i in range(len(first))]
 
     def zip(self, other: "SparkXShards") -> "SparkXShards":
         """Pair shards position by position: shards become ``(self_shard, other_shard)`` tuples.
 
+        Parameters
+        ----------
+        other : SparkXShards
+            A collection with the same partitioning: as many partitions, as many shards in each,
+            and as many rows in each pair of shards (e.g. one made from the other by
+            :meth:`transform_shard`).
+
+        Returns
+        -------
+        SparkXShards
+            ``(self_shard, other_shard)`` tuples, in the same partitions.
+
         Raises
         ------
+        InvalidArgumentError
+            ``other`` is not a SparkXShards.
         ShardMismatchError
             Different partition counts (at once), or different shard or row counts in a
             partition (at the next action).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> x = XShards.partition(np.arange(4), 2)
+        >>> x.zip(x.transform_shard(np.square)).collect()
+        [(array([0, 1]), array([0, 1])), (array([2, 3]), array([4, 9]))]
+        >>> x.zip(XShards.partition(np.arange(4), 4))
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.ShardMismatchError: zip: this XShards has 2 partitions and other has 4; repartition one of them to match
         """
         if not isinstance(other, SparkXShards):
             raise InvalidArgumentError(f"other={other!r} must be a SparkXShards")
@@ -563,85 +1239,384 @@ class SparkXShards(XShards):
     # -- caching ------------------------------------------------------------------------------------
 
     def cache(self) -> "SparkXShards":
-        """Keep the shards in memory after the next action computes them."""
+        """Keep the shards in memory after the next action computes them.
+
+        Returns
+        -------
+        SparkXShards
+            ``self``, marked as cached.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(np.arange(4), 2).transform_shard(np.sqrt).cache()
+        >>> shards.is_cached(), len(shards)  # the first action computes and keeps the shards
+        (True, 4)
+        >>> shards.uncache().is_cached()
+        False
+        """
         self.rdd.cache()
         self._cached = True
         return self
 
     def uncache(self) -> "SparkXShards":
-        """Drop the shards from memory."""
+        """Drop the shards from memory; the next action computes them again.
+
+        Returns
+        -------
+        SparkXShards
+            ``self``, no longer cached.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(np.arange(4), 2).cache()
+        >>> shards.uncache() is shards, shards.is_cached()
+        (True, False)
+        """
         self.rdd.unpersist()
         self._cached = False
         return self
 
     def is_cached(self) -> bool:
-        """Whether :meth:`cache` is in effect."""
+        """Whether :meth:`cache` is in effect.
+
+        Returns
+        -------
+        bool
+            True after :meth:`cache`, False after :meth:`uncache` or when never cached.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(np.arange(4), 2)
+        >>> shards.is_cached(), shards.cache().is_cached()
+        (False, True)
+        """
         return self._cached
 
     # -- actions ------------------------------------------------------------------------------------
 
     def collect(self) -> list[Any]:
-        """All shards on the driver, in partition order."""
-        return _run(self._sc, self.rdd.collect)
+        """All shards on the driver, in partition order.
+
+        Runs every pending transformation; use it for small results only (everything is
+        copied to the driver).
+
+        Returns
+        -------
+        list
+            One item per shard.
+
+        Raises
+        ------
+        ShardFunctionError
+            A function given to :meth:`transform_shard` raised on an executor.
+        ZooLiteError
+            Any other zoo_lite error a pending transformation raised on an executor, as
+            itself (e.g. ColumnNotFoundError).
+        ContextStoppedError
+            The context of this collection has been stopped.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"a": [1, 2, 3]}), 2)
+        >>> [shard["a"].tolist() for shard in shards.collect()]
+        [[1], [2, 3]]
+        """
+        return run_job(self._sc, self.rdd.collect)
 
     def take(self, n: int) -> list[Any]:
-        """The first ``n`` shards (scanning as few partitions as it can)."""
-        return _run(self._sc, functools.partial(self.rdd.take, check_positive_int(n, "n")))
+        """The first ``n`` shards (scanning as few partitions as it can).
+
+        Parameters
+        ----------
+        n : int
+            Number of shards (not rows) to return.
+
+        Returns
+        -------
+        list
+            At most ``n`` shards, in partition order.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``n`` is not a positive integer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(np.arange(6), 3).take(2)
+        [array([0, 1]), array([2, 3])]
+        """
+        return run_job(self._sc, functools.partial(self.rdd.take, check_positive_int(n, "n")))
 
     def first(self) -> Any:
-        """The first shard."""
+        """The first shard.
+
+        Returns
+        -------
+        object
+            The first shard of the first non-empty partition.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The collection has no shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(pd.DataFrame({"a": [1, 2, 3, 4]}), 2).first()["a"].tolist()
+        [1, 2]
+        """
         shards = self.take(1)
         if not shards:
             raise InvalidArgumentError("first() of an XShards with no shards")
         return shards[0]
 
     def num_partitions(self) -> int:
-        """Number of partitions of the underlying RDD."""
-        _ensure_alive(self._sc)
+        """Number of partitions of the underlying RDD (no job runs).
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ContextStoppedError
+            The context of this collection has been stopped.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(np.arange(6), 3).repartition(2).num_partitions()
+        2
+        """
+        ensure_alive(self._sc)
         return self.rdd.getNumPartitions()
 
     def __len__(self) -> int:
-        """Total rows of row-tree shards (pandas, ndarray, dicts of them); ``len`` or 1 of others."""
+        """Total rows of row-tree shards (pandas, ndarray, dicts of them); ``len`` or 1 of others.
+
+        Returns
+        -------
+        int
+            The sum over all shards, computed with one job.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> len(XShards.partition({"x": np.zeros((5, 3)), "y": np.ones(5)}, 2))
+        5
+        """
         return int(sum(self._gather(partition_ops.shard_length)))
 
     def get_schema(self) -> dict[str, Any]:
         """Layout of the first shard: columns and dtypes for pandas shards, leaf dtypes and shapes
-        for array shards."""
+        for array shards.
+
+        Returns
+        -------
+        dict
+            ``{"type": "pandas", "columns": [...], "dtypes": {column: dtype}}`` for pandas
+            shards; ``{"type": "series", "name": ..., "dtype": ...}`` for Series shards;
+            ``{"type": "ndarray", "leaves": {path: {"dtype": ..., "shape": (None, ...)}}}`` for
+            arrays and dicts/lists/tuples of them (``None`` stands for the rows); else
+            ``{"type": <type name>}``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The collection has no shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(pd.DataFrame({"k": ["a", "b"], "v": [1, 2]}), 2).get_schema()
+        {'type': 'pandas', 'columns': ['k', 'v'], 'dtypes': {'k': 'object', 'v': 'int64'}}
+        """
         return partition_ops.schema_of(self.first())
 
     def unique(self) -> np.ndarray:
         """Distinct values of Series shards, in order of first appearance.
 
+        Returns
+        -------
+        numpy.ndarray
+            The distinct values over all shards (empty when there are no shards).
+
+        Raises
+        ------
+        InvalidArgumentError
+            A shard is not a pandas Series: select a column first, as in ``shards["col"].unique()``.
+
         Examples
         --------
         >>> import pandas as pd
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> _ = init_orca_context(cores=2)
         >>> frame = pd.DataFrame({"city": ["a", "b", "a", "c"]})
         >>> XShards.partition(frame, 2)["city"].unique().tolist()
         ['a', 'b', 'c']
-        >>> stop_orca_context()
         """
         return partition_ops.combine_unique(self._gather(partition_ops.unique_values))
 
     def max_values(self, col_name: Hashable) -> Any:
-        """Largest value of a column across pandas shards."""
+        """Largest value of a column across pandas shards.
+
+        Parameters
+        ----------
+        col_name : column label
+            The column.
+
+        Returns
+        -------
+        scalar
+            The largest non-missing value; NaN when the column holds no value at all.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            ``col_name`` is not a column of the shards.
+        InvalidArgumentError
+            A shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"v": [3.5, None, 9.0, 1.0]}), 2)
+        >>> float(shards.max_values("v"))
+        9.0
+        """
         maxima = [value for value in self._gather(functools.partial(_column_max, column=col_name)) if pd.notna(value)]
         return max(maxima) if maxima else np.nan
 
     def get_null_sum(self) -> pd.Series:
-        """Missing values per column across pandas shards."""
+        """Missing values per column across pandas shards.
+
+        Returns
+        -------
+        pandas.Series
+            The count of missing values (NaN, None, NaT) of each column, indexed by column.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> frame = pd.DataFrame({"a": [1.0, None, None, 4.0], "b": ["x", None, "y", "z"]})
+        >>> XShards.partition(frame, 2).get_null_sum().to_dict()
+        {'a': 2, 'b': 1}
+        """
         counts = self._gather(partition_ops.null_counts)
         return functools.reduce(lambda a, b: a.add(b, fill_value=0), counts) if counts else pd.Series(dtype="int64")
 
     def describe(self, cols: Optional[Sequence[Hashable]] = None) -> pd.DataFrame:
-        """Exact count, mean, std, min and max of numeric columns across pandas shards."""
+        """Exact count, mean, std, min and max of numeric columns across pandas shards.
+
+        Each shard contributes its count, mean and sum of squared deviations, which are merged
+        exactly on the driver; no rows move.
+
+        Parameters
+        ----------
+        cols : column label or list of them, optional
+            The columns to describe; by default every numeric column.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows ``count``, ``mean``, ``std`` (sample standard deviation), ``min`` and ``max``;
+            one column per described column.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            A column of ``cols`` is not in the shards.
+        InvalidArgumentError
+            A shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"v": [1.0, 2.0, 3.0, 4.0], "k": list("abcd")}), 2)
+        >>> shards.describe()["v"].round(3).to_dict()
+        {'count': 4.0, 'mean': 2.5, 'std': 1.291, 'min': 1.0, 'max': 4.0}
+        """
         columns = None if cols is None else _as_list(cols)
         return partition_ops.combine_moments(self._gather(functools.partial(partition_ops.moments, columns=columns)))
 
     def head(self, n: int = 5) -> pd.DataFrame:
-        """The first ``n`` rows across pandas shards, in order, as one pandas frame."""
+        """The first ``n`` rows across pandas shards, in order, as one pandas frame.
+
+        Partitions are read one at a time until ``n`` rows are found.
+
+        Parameters
+        ----------
+        n : int, default 5
+            Number of rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            At most ``n`` rows; an empty frame when there are no shards.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``n`` is not a positive integer, or a shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition(pd.DataFrame({"v": range(6)}), 3).head(3)["v"].tolist()
+        [0, 1, 2]
+        """
         count = check_positive_int(n, "n")
         heads = self.rdd.mapPartitionsWithIndex(_per_shard(functools.partial(_head, n=count)))
 
@@ -653,21 +1628,76 @@ class SparkXShards(XShards):
                     break
             return frames
 
-        frames = _run(self._sc, first_frames)
+        frames = run_job(self._sc, first_frames)
         return pd.concat(frames).head(count) if frames else pd.DataFrame()
 
     def concat_to_pdf(self) -> pd.DataFrame:
-        """All pandas shards as one frame on the driver."""
+        """All pandas shards as one frame on the driver.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The shards concatenated in partition order (a default index is renumbered); an
+            empty frame when there are no shards.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> frame = XShards.partition(pd.DataFrame({"v": [1, 2, 3]}), 2).concat_to_pdf()
+        >>> frame["v"].tolist(), len(frame)
+        ([1, 2, 3], 3)
+        """
         frames = [partition_ops.require_pandas(shard, "concat_to_pdf") for shard in self.collect()]
         return partition_ops.concat_shards(frames)[0] if frames else pd.DataFrame()
 
     def save_pickle(self, path: str, batchSize: int = 10) -> "SparkXShards":
-        """Save the shards as pickle files under ``path`` (must not exist); see :meth:`XShards.load_pickle`."""
+        """Save the shards as pickle files under ``path`` (must not exist); see :meth:`XShards.load_pickle`.
+
+        Parameters
+        ----------
+        path : str
+            A folder to create; local, ``file://``, ``hdfs://`` or ``s3://``.
+        batchSize : int, default 10
+            Shards pickled together in one record (Spark's ``saveAsPickleFile`` batch size).
+
+        Returns
+        -------
+        SparkXShards
+            ``self``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``path`` exists already, or ``batchSize`` is not a positive integer.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> path = tempfile.mkdtemp() + "/saved"
+        >>> shards = XShards.partition(np.arange(4), 2)
+        >>> shards.save_pickle(path) is shards
+        True
+        >>> shards.save_pickle(path)
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.InvalidArgumentError: path=... already exists; remove it or choose a new path
+        """
         from zoo_lite.data.paths import path_exists
 
         if path_exists(path):
             raise InvalidArgumentError(f"path={path!r} already exists; remove it or choose a new path")
-        _run(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, check_positive_int(batchSize, "batchSize")))
+        run_job(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, check_positive_int(batchSize, "batchSize")))
         return self
 
     def __repr__(self) -> str:

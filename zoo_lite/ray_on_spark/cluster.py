@@ -17,7 +17,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, decode_remote_error
 from zoo_lite.ray_on_spark.lease import LeaseServer
@@ -29,7 +29,7 @@ from zoo_lite.ray_on_spark.node_launch import (
     start_node,
     this_process,
 )
-from zoo_lite.spark_settings import RaySettings, memory_to_mb
+from zoo_lite.spark_settings import RaySettings, memory_to_mb, registered_executors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,6 +58,9 @@ class RayContext:
     driver_node : dict or None
         The zero-CPU node started on the driver's host when no executor node shares it (a Ray
         driver needs a raylet on its own host); None when the driver joins through a local node.
+    settings : RaySettings
+        The settings the cluster was started with, ``log_output`` and ``barrier_mode`` taken from
+        ``OrcaContext`` at start; Spark tasks that connect to Ray read them from here.
 
     Examples
     --------
@@ -75,6 +78,7 @@ class RayContext:
     _lease: LeaseServer = field(repr=False)
     driver_node: Optional[dict[str, Any]] = None
     _stopped: bool = field(default=False, repr=False)
+    settings: RaySettings = field(default_factory=RaySettings, repr=False)
 
     def lost_nodes(self) -> list[str]:
         """Names of this cluster's nodes that died (their executor or their processes): the
@@ -160,18 +164,19 @@ def _plan(settings: RaySettings, lease: LeaseServer, token: str, cpus_per_node: 
         lease_host=lease.host, lease_port=lease.port, lease_secret=lease.secret, auth_token=token,
         cpus_per_node=cpus_per_node, start_timeout_s=settings.ray_start_timeout_s,
         object_store_bytes=_object_store_bytes(settings), include_dashboard=settings.include_webui,
-        include_log_monitor=_log_output(),
+        include_log_monitor=settings.log_output,
         env=dict(settings.env), system_config=dict(settings.system_config), extra_params=dict(settings.extra_params),
     )
 
 
-def connect_to_node(address: str, token: str, temp_dir: str) -> None:
+def connect_to_node(address: str, token: str, temp_dir: str, log_output: bool) -> None:
     """Connect this process to Ray as a driver through the node whose temp dir is ``temp_dir``
-    (Ray tells apart several nodes on one host by it)."""
+    (Ray tells apart several nodes on one host by it); ``log_output`` shows the output of Ray's
+    workers in this process (``RaySettings.log_output``)."""
     import ray
 
     use_token_in_this_process(token)
-    ray.init(address=address, namespace=_NAMESPACE, logging_level=logging.WARNING, log_to_driver=_log_output(),
+    ray.init(address=address, namespace=_NAMESPACE, logging_level=logging.WARNING, log_to_driver=log_output,
              _temp_dir=temp_dir)
 
 
@@ -189,11 +194,6 @@ def use_token_in_this_process(token: str) -> None:
     AuthenticationTokenLoader.instance().reset_cache()
 
 
-def _log_output() -> bool:
-    from zoo_lite.context import OrcaContext
-
-    return bool(OrcaContext.log_output)
-
 
 def _node_dict(node: NodeInfo, cpus: int) -> dict[str, Any]:
     return {"node_name": node.node_name, "host": node.host, "hostname": node.hostname, "temp_dir": node.temp_dir,
@@ -208,11 +208,11 @@ def _start_local(settings: RaySettings, cores: int) -> RayContext:
     plan = _plan(settings, lease, token, cpus)
     try:
         node = start_node(plan, 0, _LOCAL_HOST, None, free_port(_LOCAL_HOST), owner=this_process())
-        connect_to_node(node.gcs_address, token, node.temp_dir)
+        connect_to_node(node.gcs_address, token, node.temp_dir, settings.log_output)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
         raise
-    return RayContext(node.gcs_address, [_node_dict(node, cpus)], token, lease)
+    return RayContext(node.gcs_address, [_node_dict(node, cpus)], token, lease, settings=settings)
 
 
 def _executor_cores(spark: "SparkSession", executors: int) -> int:
@@ -222,16 +222,14 @@ def _executor_cores(spark: "SparkSession", executors: int) -> int:
     return max(1, spark.sparkContext.defaultParallelism // max(1, executors))
 
 
-def _check_barrier_possible(spark: "SparkSession") -> None:
-    from zoo_lite.context import OrcaContext
-
+def _check_barrier_possible(spark: "SparkSession", settings: RaySettings) -> None:
     conf = spark.sparkContext.getConf()
     if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
         raise ContextError(
             "init_ray_on_spark=True needs a fixed set of executors, but spark.dynamicAllocation.enabled=true; "
             "set conf={'spark.dynamicAllocation.enabled': 'false'} and num_nodes to the executors you want"
         )
-    if not OrcaContext.barrier_mode:
+    if not settings.barrier_mode:
         raise ContextError(
             "OrcaContext.barrier_mode=False: zoo_lite starts one Ray node per executor with a barrier-mode job "
             "only, which is what guarantees that placement; set OrcaContext.barrier_mode = True"
@@ -284,14 +282,14 @@ def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
 
 
-def _executors_registered(spark: "SparkSession", count: Callable[["SparkSession"], int], timeout_s: float) -> int:
+def _executors_registered(spark: "SparkSession", timeout_s: float) -> int:
     """The executors registered once those spark-submit asked for (``spark.executor.instances``,
     else at least one) have come up; a master whose executors never come is a clear error."""
     wanted = max(1, int(spark.sparkContext.getConf().get("spark.executor.instances", "1")))
     deadline = time.monotonic() + timeout_s
-    while count(spark) < wanted and time.monotonic() < deadline:
+    while registered_executors(spark) < wanted and time.monotonic() < deadline:
         time.sleep(0.2)
-    executors = count(spark)
+    executors = registered_executors(spark)
     if executors == 0:
         raise ClusterStartError(
             f"Ray on Spark starts one Ray node per executor, but master={spark.sparkContext.master!r} registered no "
@@ -302,10 +300,8 @@ def _executors_registered(spark: "SparkSession", count: Callable[["SparkSession"
 
 
 def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayContext:
-    from zoo_lite.context import _registered_executors
-
-    _check_barrier_possible(spark)
-    executors = _executors_registered(spark, _registered_executors, settings.ray_start_timeout_s)
+    _check_barrier_possible(spark, settings)
+    executors = _executors_registered(spark, settings.ray_start_timeout_s)
     num_nodes = settings.num_ray_nodes or executors
     if num_nodes > executors:
         raise InvalidArgumentError(
@@ -330,12 +326,12 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
         else:
             # a driver on another host needs a local raylet to be a full Ray driver: a zero-CPU node
             driver_node = start_node(replace(plan, cpus_per_node=0), -1, driver_host, address, owner=this_process())
-        connect_to_node(address, token, driver_node.temp_dir)
+        connect_to_node(address, token, driver_node.temp_dir, settings.log_output)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
         raise
     return RayContext(address, [_node_dict(node, cpus) for node in nodes], token, lease,
-                      driver_node=None if local else _node_dict(driver_node, 0))
+                      driver_node=None if local else _node_dict(driver_node, 0), settings=settings)
 
 
 def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mode: str, local_cores: int) -> RayContext:

@@ -185,7 +185,7 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
                _option("node_ip_address", host), _option("node_name", node_name), _option("num_cpus", plan.cpus_per_node),
                _option("num_gpus", 0), _option("temp_dir", temp_dir), "--disable-usage-stats",
                # each Python process Ray starts costs about a second of CPU; no autoscaler is needed,
-               # and the log monitor only serves OrcaContext.log_output
+               # and the log monitor only serves RaySettings.log_output
                _option("include_log_monitor", plan.include_log_monitor),
                _option("dashboard_agent_listen_port", free_port(host)), _option("metrics_export_port", free_port(host)),
                _option("runtime_env_agent_port", free_port(host)), _option("ray_client_server_port", free_port(host))]

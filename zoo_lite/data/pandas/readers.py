@@ -456,11 +456,17 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     DataReadError
         A path does not exist, a folder is empty, or (at the first action) a row has more fields
         than the header while ``on_bad_lines='error'``.
+    InvalidArgumentError
+        ``backend`` is not "spark" or "pandas"; with the spark backend, a keyword argument it
+        cannot translate, or a value it cannot honour (e.g. ``header=2``, a ``usecols`` or
+        ``dtype`` column the files do not have).
+    ContextStoppedError
+        No context is active: call :func:`~zoo_lite.init_orca_context` first.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data.pandas import read_csv
     >>> _ = init_orca_context(cores=2)
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -468,7 +474,10 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     >>> shards = read_csv(str(folder))
     >>> shards.concat_to_pdf()["value"].sum()
     np.int64(3)
-    >>> stop_orca_context()
+    >>> read_csv(str(folder), usecols=["value"], dtype={"value": float}).concat_to_pdf()["value"].tolist()
+    [1.0, 2.0]
+    >>> read_csv(str(folder), backend="pandas", skipfooter=1, engine="python").concat_to_pdf()["location"].tolist()
+    ['paris']
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
@@ -483,17 +492,42 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     (``orient="records"``) and translates ``dtype``, ``nrows``, ``convert_dates`` and ``encoding``;
     the pandas backend passes every argument to ``pandas.read_json``.
 
+    Parameters
+    ----------
+    file_path : str or list of str
+        A file, a folder, a glob, or a list of them; local, ``file://``, ``hdfs://`` or ``s3://``.
+    backend : {"spark", "pandas"}, optional
+        Default ``OrcaContext.pandas_read_backend`` ("spark").
+    **kwargs
+        pandas ``read_json`` arguments (see above for what the spark backend takes).
+
+    Returns
+    -------
+    SparkXShards
+        One pandas DataFrame per partition; columns in the order of the first record.
+
+    Raises
+    ------
+    DataReadError
+        A path does not exist or a folder is empty; at the first action, a file is not valid
+        JSON of the layout asked for.
+    InvalidArgumentError
+        ``backend`` is not "spark" or "pandas"; with the spark backend, a keyword argument it
+        cannot translate, or a layout other than JSON Lines or an array of records.
+    ContextStoppedError
+        No context is active: call :func:`~zoo_lite.init_orca_context` first.
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data.pandas import read_json
     >>> _ = init_orca_context(cores=2)
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.json"
     >>> _ = path.write_text('{"a": 1, "b": "x"}\\n{"a": 2, "b": "y"}\\n')
-    >>> list(read_json(str(path), lines=True).concat_to_pdf().columns)
-    ['a', 'b']
-    >>> stop_orca_context()
+    >>> frame = read_json(str(path), lines=True).concat_to_pdf()
+    >>> list(frame.columns), frame["a"].tolist()
+    (['a', 'b'], [1, 2])
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
@@ -507,17 +541,44 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, b
     The spark backend passes ``kwargs`` as Spark reader options; the pandas backend passes them to
     ``pandas.read_parquet``.
 
+    Parameters
+    ----------
+    file_path : str or list of str
+        A file, a folder (e.g. a partitioned dataset), a glob, or a list of them; local,
+        ``file://``, ``hdfs://`` or ``s3://``.
+    columns : list of str, optional
+        The columns to read, in this order; by default all.
+    backend : {"spark", "pandas"}, optional
+        Default ``OrcaContext.pandas_read_backend`` ("spark").
+    **kwargs
+        Spark Parquet reader options (spark backend, e.g. ``mergeSchema=True``) or
+        ``pandas.read_parquet`` arguments (pandas backend).
+
+    Returns
+    -------
+    SparkXShards
+        One pandas DataFrame per partition.
+
+    Raises
+    ------
+    DataReadError
+        A path does not exist or a folder is empty.
+    InvalidArgumentError
+        ``backend`` is not "spark" or "pandas", or (spark backend) a column of ``columns`` is
+        not in the files.
+    ContextStoppedError
+        No context is active: call :func:`~zoo_lite.init_orca_context` first.
+
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> from zoo_lite.data.pandas import read_parquet
     >>> _ = init_orca_context(cores=2)
     >>> path = str(pathlib.Path(tempfile.mkdtemp()) / "t.parquet")
     >>> pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}).to_parquet(path)
     >>> read_parquet(path, columns=["b"]).concat_to_pdf()["b"].tolist()
     [0.5, 1.5]
-    >>> stop_orca_context()
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
