@@ -118,7 +118,7 @@ def zoo_run(frame: Any, workers_per_node: int, batch: int, large_batch: int, epo
                   for _ in range(LOAD_SAMPLES)]
         called_at = time.time()
         history = est.fit(frame, epochs=epochs, batch_size=batch, feature_cols=["features"], label_cols=["label"])
-        first_step_at = est._group.call_one(0, "first_step_at")
+        first_step_at = est._group.call_one(0, lambda runner: runner.first_step_at())
         large = est.fit(frame, epochs=epochs, batch_size=large_batch, feature_cols=["features"], label_cols=["label"])
         return ZooRun(first_fit_s, [h["epoch_time_s"] for h in history], [h["epoch_time_s"] for h in large],
                       first_step_at - called_at, load_s)

@@ -23,6 +23,7 @@ from tests.learn.shards import shards_with_sizes
 from zoo_lite.errors import WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
 from zoo_lite.learn.tf2 import Estimator as KerasEstimator
+from zoo_lite.learn import WorkerConfig
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -40,7 +41,7 @@ def torch_estimator(exchange: str, **options) -> "TorchEstimator":
     torch.manual_seed(0)
     model = nn.Linear(2, 1)
     return TorchEstimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
-                                     loss=nn.MSELoss(), seed=5, config={"shared_memory_exchange": exchange == "shared_memory"},
+                                     loss=nn.MSELoss(), seed=5, worker_config=WorkerConfig(shared_memory_exchange=exchange == "shared_memory"),
                                      **options)
 
 
@@ -101,7 +102,7 @@ def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     assert any("worker 1 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
     stats_lines = [line.split()[1] for line in learn_log if line.startswith("epoch epoch=")]
     assert stats_lines == [f"epoch={n}" for n in range(1, EPOCHS + 1)], learn_log   # each epoch's line once
-    assert est._group.call("exchange_kind") == [exchange, exchange]
+    assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
     est.shutdown()
 
 
@@ -145,17 +146,17 @@ def test_max_failures_zero_turns_recovery_off(ray_local_cluster, tmp_path) -> No
 @pytest.mark.parametrize("exchange", ["shared_memory", "collective"])
 def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
         ray_local_cluster, exchange, tmp_path, learn_log) -> None:
-    config = {"shared_memory_exchange": exchange == "shared_memory"}
+    settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
     def stopper():   # never sees a gain after the first epoch, so it stops after epoch 3 unless its count is lost
         return keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e9)
 
-    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
+    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
     expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[stopper()])
     assert len(expected["loss"]) == 3
     expected_weights = [w.copy() for w in reference.get_model().get_weights()]
     reference.shutdown()
 
-    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, config=config, seed=5)
+    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
     killer = faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
     csv_path = tmp_path / "log.csv"
     history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0,

@@ -22,7 +22,7 @@ from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
 from zoo_lite.learn.base.steps import held_rows_batches
-from zoo_lite.learn.tf2 import Estimator
+from zoo_lite.learn.tf2 import Estimator, WorkerConfig
 from zoo_lite.learn.tf2.predict import autograph_modules, predict_arrays, remove_autograph_files
 from zoo_lite.learn.tf2.specs import model_from_bytes, state_from_bytes
 
@@ -74,8 +74,8 @@ def exact_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
 EXCHANGES = pytest.mark.parametrize("exchange", ["shared_memory", "collective"])
 
 
-def exchange_config(exchange: str) -> dict:
-    return {"shared_memory_exchange": exchange == "shared_memory"}
+def exchange_config(exchange: str) -> WorkerConfig:
+    return WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
 
 
 @EXCHANGES
@@ -83,10 +83,10 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     x, y = exact_data(7)
     model = bias_free_model(0.05)
     start = model.get_weights()[0]
-    est = Estimator.from_keras(model=model, seed=1, config=exchange_config(exchange))
+    est = Estimator.from_keras(model=model, seed=1, worker_config=exchange_config(exchange))
     assert est.num_workers == 2
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8, verbose=0)
-    assert est._group.call("exchange_kind") == [exchange, exchange]
+    assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
     expected = one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4)
     np.testing.assert_allclose(est.get_model().get_weights()[0], expected, atol=1e-5, rtol=0)
     # the logged losses are exactly those of the one process (a check that they fall can flip once converged)
@@ -100,9 +100,9 @@ def test_gradients_taken_slice_by_slice_equal_one_process_full_batch_descent(two
     x, y = exact_data(8)
     model = bias_free_model(0.05)
     start = model.get_weights()[0]
-    est = Estimator.from_keras(model=model, seed=1, config={"gradient_chunk_rows": 2})
+    est = Estimator.from_keras(model=model, seed=1, worker_config=WorkerConfig(gradient_chunk_rows=2))
     est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8, verbose=0)
-    assert est._group.call("_gradient_chunk_rows") == [2, 2]
+    assert est._group.call(lambda runner: runner._gradient_chunk_rows()) == [2, 2]
     np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4),
                                atol=1e-5, rtol=0)
     est.shutdown()
@@ -110,7 +110,7 @@ def test_gradients_taken_slice_by_slice_equal_one_process_full_batch_descent(two
 
 def worker_weights(est) -> list[list[np.ndarray]]:
     """Every worker's model weights, trainable and not (read from the state each worker sends)."""
-    return [model_from_bytes(state_from_bytes(blob)[0]).get_weights() for blob in est._group.call("get_state")]
+    return [model_from_bytes(state_from_bytes(blob)[0]).get_weights() for blob in est._group.call(lambda runner: runner.get_state())]
 
 
 def test_batch_normalisation_statistics_are_averaged_so_every_worker_holds_the_driver_model(two_workers) -> None:
@@ -121,11 +121,11 @@ def test_batch_normalisation_statistics_are_averaged_so_every_worker_holds_the_d
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
-    est = Estimator.from_keras(model=model, seed=0, config={"gradient_chunk_rows": 2})
+    est = Estimator.from_keras(model=model, seed=0, worker_config=WorkerConfig(gradient_chunk_rows=2))
     x, y = keras_models.regression_rows(200)
     data = shards_with_sizes({"x": x, "y": y}, [80, 120])
     history = est.fit(data, epochs=5, batch_size=40, verbose=0)
-    assert est._group.call("_gradient_chunk_rows") == [None, None]
+    assert est._group.call(lambda runner: runner._gradient_chunk_rows()) == [None, None]
     assert history["loss"][-1] < 0.5 * history["loss"][0]
     first, second = worker_weights(est)
     for mine, theirs, driver in zip(first, second, est.get_model().get_weights()):
@@ -142,9 +142,9 @@ def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_glob
     x, y = exact_data(3)
     model = bias_free_model(0.1)
     start = model.get_weights()[0]
-    est = Estimator.from_keras(model=model, seed=4, config=exchange_config(exchange))
+    est = Estimator.from_keras(model=model, seed=4, worker_config=exchange_config(exchange))
     est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2, verbose=0)
-    assert est._group.call("exchange_kind") == [exchange, exchange]
+    assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
     batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
     np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.1, batches),
                                atol=1e-5, rtol=0)

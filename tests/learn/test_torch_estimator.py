@@ -17,7 +17,7 @@ from tests.learn import models
 from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
-from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard
+from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard, WorkerConfig
 from zoo_lite.learn.pytorch.specs import TargetRule
 
 pytestmark = pytest.mark.timeout(600)
@@ -68,10 +68,10 @@ def test_two_workers_on_uneven_partitions_equal_one_process_full_batch_descent(t
     x, y, model = bias_free_linear_data(7)
     start = model.weight.detach().clone()
     est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1,
-                               config={"shared_memory_exchange": exchange == "shared_memory"})
+                               worker_config=WorkerConfig(shared_memory_exchange=exchange == "shared_memory"))
     assert est.num_workers == 2
     history = est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=4, batch_size=8)
-    assert est._group.call("exchange_kind") == [exchange, exchange]
+    assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
 
     expected = one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 4)
     np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
@@ -88,9 +88,9 @@ def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_glob
     x, y, model = bias_free_linear_data(3)
     start = model.weight.detach().clone()
     est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loss=nn.MSELoss(), seed=4,
-                               config={"shared_memory_exchange": exchange == "shared_memory"})
+                               worker_config=WorkerConfig(shared_memory_exchange=exchange == "shared_memory"))
     est.fit(shards_with_sizes({"x": x, "y": y}, [1, 7]), epochs=3, batch_size=2)
-    assert est._group.call("exchange_kind") == [exchange, exchange]
+    assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
 
     batches = [rows for epoch in range(3) for rows in held_rows_batches([1, 7], [(0, 0, 1), (1, 0, 7)], 2, True, 4, epoch)]
     expected = one_process_sgd(start, x, y, 0.1, batches)
@@ -445,4 +445,17 @@ def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recover
     assert "in forward" in caught.value.remote_traceback
     history = est.fit(shards_with_sizes(arrays, [20, 20]), epochs=1, batch_size=8)   # a fresh worker group
     assert history[0]["num_samples"] == 40
+    est.shutdown()
+
+
+def test_dict_shards_with_feature_cols_train_and_predict_on_those_keys(two_workers) -> None:
+    arrays = regression_arrays(40)
+    named = {"a": arrays["x"], "noise": np.full((40, 3), 99.0, dtype=np.float32), "target": arrays["y"]}
+    est = linear_estimator()
+    est.fit(shards_with_sizes(named, [20, 20]), epochs=2, batch_size=10, feature_cols="a", label_cols="target")
+    by_key = np.concatenate([s["prediction"] for s in est.predict(shards_with_sizes(named, [20, 20]), feature_cols="a").collect()])
+    by_x = np.concatenate([s["prediction"] for s in est.predict(shards_with_sizes(arrays, [20, 20])).collect()])
+    np.testing.assert_array_equal(by_key, by_x)
+    with pytest.raises(ColumnNotFoundError, match="'b'"):
+        est.predict(shards_with_sizes(named, [20, 20]), feature_cols="b").collect()
     est.shutdown()

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from zoo_lite.errors import InvalidArgumentError
 
-__all__ = ["Callback", "CallbackList", "HOOKS"]
+__all__ = ["Callback", "CallbackList", "HOOKS", "callback_states", "restore_callback_states"]
 
 HOOKS = (
     "before_run", "after_run",
@@ -69,3 +69,62 @@ class CallbackList:
     def call(self, hook: str, runner: Any) -> None:
         for callback in self._active[hook]:
             getattr(callback, hook)(runner)
+
+
+def _is_plain(value: Any) -> bool:
+    """Numbers, strings, arrays and lists of them: callback state that can travel and be restored."""
+    import numpy as np
+
+    if value is None or isinstance(value, (bool, int, float, str, np.generic, np.ndarray)):
+        return True
+    return isinstance(value, (list, tuple)) and all(_is_plain(item) for item in value)
+
+
+def callback_states(callbacks: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each callback's plain state, its attributes but its constructor's settings and its model
+    (Keras' ``EarlyStopping``'s ``wait``, ``best`` and ``best_weights``; ``ReduceLROnPlateau``'s
+    counters; an Orca-style callback's own counters), for a fit resumed after a lost worker to
+    continue from.
+
+    Examples
+    --------
+    >>> import keras
+    >>> stopper = keras.callbacks.EarlyStopping(patience=3)
+    >>> stopper.wait = 2
+    >>> callback_states([stopper])[0]["wait"]
+    2
+    """
+    return [{name: value for name, value in vars(callback).items()
+             if name not in ("model", "_model") and name not in _settings(callback) and _is_plain(value)}
+            for callback in callbacks]
+
+
+def _settings(callback: Any) -> set[str]:
+    """The names of the callback's constructor arguments: the user's settings, not its state (and
+    some are derived on first use: EarlyStopping negates ``min_delta`` when it picks its
+    comparison, so restoring it onto a fresh callback would negate it twice)."""
+    import inspect
+
+    try:
+        return set(inspect.signature(type(callback).__init__).parameters) - {"self"}
+    except (TypeError, ValueError):
+        return set()
+
+
+def restore_callback_states(callbacks: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
+    """Give each callback the attributes :func:`callback_states` took (after ``on_train_begin``,
+    which resets them).
+
+    Examples
+    --------
+    >>> import keras
+    >>> stopper = keras.callbacks.EarlyStopping(patience=3)
+    >>> restore_callback_states([stopper], [{"wait": 2}])
+    >>> stopper.wait
+    2
+    """
+    if len(states) != len(callbacks):
+        raise InvalidArgumentError(f"callback states for {len(states)} callbacks cannot be restored into {len(callbacks)}")
+    for callback, state in zip(callbacks, states):
+        for name, value in state.items():
+            setattr(callback, name, value)

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Optional
 
-__all__ = ["checkpoint_path", "latest_checkpoint"]
+__all__ = ["checkpoint_path", "latest_checkpoint", "write_atomically"]
 
 _NAME_RE = re.compile(r"^epoch=(\d+)\.ckpt$")
 
@@ -42,3 +42,21 @@ def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
         return None
     epochs = [(int(match.group(1)), name) for name in os.listdir(checkpoint_dir) if (match := _NAME_RE.match(name))]
     return os.path.join(checkpoint_dir, max(epochs)[1]) if epochs else None
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all: a reader never sees a half-written file
+    (it is written beside ``path`` and renamed over it).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = os.path.join(tempfile.mkdtemp(), "sub", "epoch=1.ckpt")
+    >>> write_atomically(target, b"state")
+    >>> pathlib.Path(target).read_bytes(), os.listdir(os.path.dirname(target))
+    (b'state', ['epoch=1.ckpt'])
+    """
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "wb") as file:
+        file.write(data)
+    os.replace(path + ".tmp", path)

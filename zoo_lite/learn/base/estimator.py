@@ -1,25 +1,37 @@
-"""What every Estimator does around its worker group, whatever the framework.
+"""What every Estimator does, whatever the framework: ``fit``, ``evaluate``, ``predict``,
+checkpoints and recovery from a lost worker, implemented once.
 
-The driver holds the model's latest state; the worker group (:mod:`zoo_lite.learn.base.worker_group`)
-is started on first use, given that state, and kept across ``fit`` / ``evaluate`` calls. Data put
-into the workers is kept under a key (train, validation, evaluation) and reused while the same input
-object comes back. If a worker fails, the group is dropped and the next call starts a new one from
-the driver's state. A framework fills in the runner, its state bytes and its own data inputs.
+The driver holds the model and its training state; the worker group
+(:mod:`zoo_lite.learn.base.worker_group`) is started on first use, given that state, and kept across
+``fit`` / ``evaluate`` calls. Data put into the workers is kept under a key (train, validation,
+evaluation) and reused while the same input object comes back. If a worker fails, the group is
+dropped and the next call starts a new one from the driver's state. Everything that depends on the
+ML framework comes from the Estimator's :class:`~zoo_lite.learn.base.framework.Framework`; the
+framework's Estimator class keeps only its user-facing signatures (Orca's) and its model format.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Hashable, Mapping, Optional, Sequence, TypeVar, Union
+
+import numpy as np
 
 from zoo_lite.context import ray_context_started_on_demand
-from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, kind_of
-from zoo_lite.learn.base.data_inputs import is_rows_input, normalize_cols, rows_in_ray
-from zoo_lite.learn.base.worker_group import WorkerGroup, WorkerInfo, wait_for_free_cpus
+from zoo_lite.data import Columns
+from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
+from zoo_lite.learn.base import checkpoints, steps
+from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
+from zoo_lite.learn.base.framework import Framework
+from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
+from zoo_lite.learn.base.progress import ProgressReporter
+from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
+from zoo_lite.learn.base.worker_group import WorkerGroup, wait_for_free_cpus
 
-__all__ = ["GroupEstimator", "FitRecovery", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
+__all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
 Cols = Union[None, str, Sequence[Hashable]]
 TRAIN, VALIDATION, EVALUATION = "train", "validation", "evaluation"
@@ -57,54 +69,97 @@ class _LoadedFeed:
     """What a worker group holds under one key, to reuse it for the same input."""
 
     source: Callable[[], Any]   # weak reference to the input object
-    columns: tuple[Any, ...]
+    columns: Columns
     total_rows: int
     batch_size: int
 
 
+@dataclass(frozen=True)
+class FitRequest:
+    """One ``fit``, in the terms every framework shares.
+
+    ``epochs`` are the epoch indices to train, as the user's callbacks count them; ``verbose`` is
+    0 (silent), 1 (a progress bar) or 2 (a line per epoch); ``options`` goes to the runners'
+    ``train_epoch`` as the framework's own settings.
+    """
+
+    data: Any
+    validation_data: Any
+    columns: Columns
+    batch_size: int
+    epochs: range
+    callbacks: Sequence[Any] = ()
+    validation_freq: int = 1
+    max_steps: Optional[int] = None
+    val_max_steps: Optional[int] = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    verbose: int = 2
+
+
 class GroupEstimator:
-    """The worker-group half of an Estimator; a framework subclass provides the hooks below."""
+    """An Estimator of any framework: the driver's model and state, the worker group, and the
+    user's calls, with every framework-specific step taken from ``framework``.
 
-    #: what the framework's own inputs are called in errors, e.g. "a torch DataLoader"
-    framework_inputs = ""
+    ``spec`` is the framework's picklable description of the model (what a runner is built
+    from); ``extras`` is the training state beside the weights (``epoch`` and the framework's
+    own), as ``framework.state`` encodes it.
+    """
 
-    def __init__(self, workers_per_node: int, start_timeout_s: float, max_failures: int = 3) -> None:
+    def __init__(self, framework: Framework, spec: Any, model: Any, extras: dict[str, Any], workers_per_node: int,
+                 start_timeout_s: float, max_failures: int, model_dir: Optional[str], logger: logging.Logger) -> None:
+        self.framework = framework
+        self.spec = spec
         self.workers_per_node = workers_per_node
         self.start_timeout_s = start_timeout_s
         self.max_failures = check_non_negative_int(max_failures, "max_failures")
+        self.model_dir = model_dir
+        self.logger = logger
+        self._model = model
+        self._extras = extras
         self._group: Optional[WorkerGroup] = None
         self._workers_have_driver_state = False
         self._feeds: dict[str, _LoadedFeed] = {}
         self._busy = False
-        self._kept_fit_extras: Any = None   # what _fit_extras gave after the last completed epoch
+        self._kept_fit_extras: Any = None   # the callbacks' state after the last completed epoch
         _live_estimators.add(self)
 
-    # -- hooks ----------------------------------------------------------------------------------------
-
-    def _runner_factory(self) -> Callable[[WorkerInfo], Any]:
-        """A picklable ``WorkerInfo -> runner``."""
-        raise NotImplementedError
+    # -- state ----------------------------------------------------------------------------------------
 
     def _driver_state_bytes(self) -> bytes:
-        """The driver's model state, as the runners' ``set_state`` takes it."""
-        raise NotImplementedError
+        return self.framework.state.encode(self._model, self._extras)
+
+    def _take_state(self, blob: bytes) -> None:
+        """Load state bytes into the driver's model; the workers get it on their next call."""
+        self._extras = self.framework.state.decode_into(self._model, blob)
+        self._workers_have_driver_state = False
 
     def _pull_state(self) -> None:
         """Bring rank 0's state (model, optimizer, scheduler, epoch) to the driver."""
-        raise NotImplementedError
+        self._extras = self.framework.state.decode_into(self._model, self._call_rank0(_get_state))
 
-    def _fit_extras(self) -> Any:
-        """What else a resumed fit needs besides the model state (e.g. Keras callbacks' state), kept
-        after every epoch as ``_kept_fit_extras`` for the framework's ``restart``."""
-        return None
+    def _trained_epochs(self) -> int:
+        """Epochs the driver's state has been trained for (over every fit)."""
+        return int(self._extras.get("epoch", 0))
 
-    def _is_framework_input(self, data: Any) -> bool:
-        """True for the framework's own inputs (a DataLoader, a tf.data.Dataset, a creator)."""
-        raise NotImplementedError
+    def get_model(self) -> Any:
+        """The trained model on the driver."""
+        return self._model
 
-    def _framework_batch_size(self, data: Any, batch_size: int) -> int:
-        """The global batch of a framework input (its own batch size, when it has one)."""
-        return batch_size
+    def save_checkpoint(self, path: str) -> str:
+        """Model, optimizer state and epoch counter in one file, to resume training from (written
+        whole or not at all)."""
+        checkpoints.write_atomically(path, self._driver_state_bytes())
+        return path
+
+    def load_checkpoint(self, path: str) -> None:
+        """Resume from :meth:`save_checkpoint`'s file (or one that ``model_dir`` made): the next
+        ``fit`` continues at the epoch after it."""
+        try:
+            with open(path, "rb") as file:
+                blob = file.read()
+        except (FileNotFoundError, IsADirectoryError) as error:
+            raise InvalidArgumentError(f"load_checkpoint: no checkpoint at path={path!r}") from error
+        self._take_state(blob)
 
     # -- worker group -------------------------------------------------------------------------------
 
@@ -118,17 +173,21 @@ class GroupEstimator:
             self._feeds = {}
             self._workers_have_driver_state = False
             self._release_idle_groups()
-            self._group = WorkerGroup(self._runner_factory(), self.workers_per_node, self.start_timeout_s)
+            factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
+            self._group = WorkerGroup(factory, self.workers_per_node, self.start_timeout_s)
         if not self._workers_have_driver_state:
-            self._call("set_state", self._driver_state_bytes())
+            blob = self._driver_state_bytes()
+            self._call(lambda runner: runner.set_state(blob))
             self._workers_have_driver_state = True
         return self._group
 
-    def _call(self, method: str, *args: Any, on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
-        return self._guarded(lambda group: group.call(method, *args, on_poll=on_poll))
+    def _call(self, call: Callable[[Runner], T], on_poll: Optional[Callable[[], None]] = None) -> list[T]:
+        """``call(runner)`` on every worker; results in rank order. ``call`` is pickled to the
+        workers: it must not capture the Estimator."""
+        return self._guarded(lambda group: group.call(call, on_poll=on_poll))
 
-    def _call_rank0(self, method: str, *args: Any) -> Any:
-        return self._guarded(lambda group: group.call_one(0, method, *args))
+    def _call_rank0(self, call: Callable[[Runner], T]) -> T:
+        return self._guarded(lambda group: group.call_one(0, call))
 
     def _guarded(self, action: Callable[[WorkerGroup], Any]) -> Any:
         """Run ``action`` on the group; a failed group is dropped so that the next call starts afresh."""
@@ -158,6 +217,19 @@ class GroupEstimator:
                 other.shutdown()   # the driver holds its latest state: fit brings it back every epoch
         busy = sum(1 for other in others if other._busy)
         wait_for_free_cpus(f"{busy} other Estimator(s) of this process in a call" if busy else "")
+
+    @property
+    def num_workers(self) -> int:
+        """Workers in the group (starts it if needed)."""
+        return self._workers().num_workers
+
+    def shutdown(self, force: bool = False) -> None:
+        """End the worker group (the Estimator can still ``predict``, ``save`` and start a new group)."""
+        if self._group is not None:
+            (self._group.kill if force else self._group.shutdown)()
+        self._group, self._feeds = None, {}
+
+    # -- recovery -------------------------------------------------------------------------------------
 
     def _with_recovery(self, action: Callable[[], T], recovery: FitRecovery, where: str) -> T:
         """Run ``action``; when a worker is lost, rebuild the group from the driver's state with
@@ -201,99 +273,186 @@ class GroupEstimator:
         except Exception as cause:  # noqa: BLE001 - whatever the source raised is named in the error
             raise _unreadable(error, cause) from cause
 
-    def _trained_epochs(self) -> int:
-        """Epochs the driver's state has been trained for (over every fit)."""
-        raise NotImplementedError
-
     def _resume_point(self) -> str:
         """Where a resumed fit starts, for the log line."""
         done = self._trained_epochs()
         return f"epoch {done}" if done else "the start"
 
-    def _fit_recovery(self, restart: Callable[[], None]) -> FitRecovery:
-        """The recovery plan of a new ``fit`` (nothing kept from an earlier fit's callbacks)."""
-        self._kept_fit_extras = None
-        return FitRecovery(self.max_failures, restart)
-
     def _keep_epoch_state(self) -> None:
-        """After each completed epoch: the state (and fit extras) a resumed fit starts from."""
+        """After each completed epoch: the state (and callbacks' state) a resumed fit starts from."""
         self._pull_state()
-        self._kept_fit_extras = self._fit_extras()
-
-    @property
-    def num_workers(self) -> int:
-        """Workers in the group (starts it if needed)."""
-        return self._workers().num_workers
-
-    def shutdown(self, force: bool = False) -> None:
-        """End the worker group (the Estimator can still ``predict``, ``save`` and start a new group)."""
-        if self._group is not None:
-            (self._group.kill if force else self._group.shutdown)()
-        self._group, self._feeds = None, {}
+        self._kept_fit_extras = self._call_rank0(_callback_states)
 
     # -- data -----------------------------------------------------------------------------------------
 
-    def _load(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
-              need_labels: bool = True) -> tuple[int, int]:
+    def _load(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool = True) -> tuple[int, int]:
         """Put ``data`` into the workers under ``key``; returns (total rows, global batch size)."""
         group = self._workers()
-        columns = (tuple(normalize_cols(feature_cols, "feature_cols") or ()), tuple(normalize_cols(label_cols, "label_cols") or ()))
         loaded = self._feeds.get(key)
         rows_input = is_rows_input(data)
         if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
             return loaded.total_rows, batch_size
         self._feeds.pop(key, None)
-        if not rows_input and not self._is_framework_input(data):
+        if not rows_input and not self.framework.is_input(data):
             raise InvalidArgumentError(
                 f"data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
-                f"{self.framework_inputs}"
+                f"{self.framework.inputs}"
             )
         if not rows_input:
-            batch_size = self._framework_batch_size(data, batch_size)
+            batch_size = self.framework.batch_size(data, self.spec.config, batch_size)
         if batch_size < group.num_workers:
             raise InvalidArgumentError(
                 f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
                 f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers_per_node"
             )
         if rows_input:
-            total_rows = self._load_rows(key, data, feature_cols, label_cols, need_labels)
+            total_rows = self._load_rows(key, data, columns, need_labels)
         else:
-            total_rows = self._guarded(lambda g: g.call("load_dataset", key, data, batch_size, None))[0]
-        if total_rows == 0:
-            raise InvalidArgumentError("data has no rows; training and evaluation need at least one row")
+            shipped = self.framework.prepare_input(data)
+            total_rows = self._call(lambda runner: runner.load_dataset(key, shipped, batch_size))[0]
+            check_has_rows(total_rows)
         try:
             self._feeds[key] = _LoadedFeed(weakref.ref(data), columns, total_rows, batch_size)
         except TypeError:
             pass  # an input that cannot be weakly referenced is simply loaded again next time
         return total_rows, batch_size
 
-    def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
-             need_labels: bool = True) -> tuple[int, int]:
-        """:meth:`_load`, after the framework's own preparation of an input (none by default)."""
-        return self._load(key, data, feature_cols, label_cols, batch_size, need_labels)
-
-    def _load_for_fit(self, data: Any, validation_data: Any, feature_cols: Cols, label_cols: Cols,
-                      batch_size: int) -> tuple[int, int]:
-        """Put the training (and validation) data into the workers; (training rows, global batch)."""
-        rows, global_batch = self._put(TRAIN, data, feature_cols, label_cols, batch_size)
-        if validation_data is not None:
-            self._put(VALIDATION, validation_data, feature_cols, label_cols, global_batch)
-        return rows, global_batch
-
-    def _load_rows(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, need_labels: bool) -> int:
+    def _load_rows(self, key: str, data: Any, columns: Columns, need_labels: bool) -> int:
         """Spread the rows of an XShards or DataFrame over the workers, local partitions first."""
         assert self._group is not None
-        in_ray = rows_in_ray(data, feature_cols, label_cols, need_labels=need_labels)
+        in_ray = rows_in_ray(data, columns, need_labels=need_labels)
         try:
             partition_rows = in_ray.partition_rows()
             held = in_ray.assign_partition_ranges(self._group.actors)
             # one row a worker without rows can read its arrays' shapes from
             ref, partition, start, _ = next(r for mine in held for r in mine)
             one_row = (ref, partition, start, start + 1)
-            self._guarded(lambda g: g.call_each("load_rows", [(key, mine, partition_rows, one_row) for mine in held]))
+            calls = [functools.partial(_load_rows, key, mine, partition_rows, one_row) for mine in held]
+            self._guarded(lambda group: group.call_each(calls))
         finally:
             in_ray.release()   # the workers hold their own copies now
         return sum(partition_rows)
+
+    # -- fit, evaluate, predict -----------------------------------------------------------------------
+
+    def _fit(self, request: FitRequest, on_epoch: Callable[[int, dict[str, Any]], None] = lambda epoch, logs: None
+             ) -> list[dict[str, Any]]:
+        """Train as ``request`` says, resuming from the last completed epoch after a lost worker;
+        each epoch's logs (equal on every worker), also handed to ``on_epoch(epoch, logs)``."""
+
+        def load() -> tuple[int, int]:
+            rows, batch = self._load(TRAIN, request.data, request.columns, request.batch_size)
+            if request.validation_data is not None:
+                self._load(VALIDATION, request.validation_data, request.columns, batch)
+            return rows, batch
+
+        train_rows, batch_size = load()
+        steps_each = min(steps.steps_per_epoch(train_rows, batch_size), request.max_steps or train_rows)
+        reporter = ProgressReporter(request.verbose == 1, steps_each * len(request.epochs), self._progress, self.logger,
+                                    quiet=request.verbose == 0)
+        history: list[dict[str, Any]] = []
+
+        def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
+            plan = FitPlan(list(request.callbacks), request.epochs.stop, steps_each, self.model_dir, resumed_states)
+            self._call(lambda runner: runner.begin_fit(plan))
+
+        def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
+            load()
+            reporter.resume_at(steps_each * len(history))
+            begin(self._kept_fit_extras)
+
+        self._kept_fit_extras = None
+        recovery = FitRecovery(self.max_failures, restart)
+        logs: dict[str, Any] = {}
+        try:
+            self._with_recovery(begin, recovery, "begin_fit")
+            for done, epoch in enumerate(request.epochs, 1):
+                validate = request.validation_data is not None and done % request.validation_freq == 0
+                plan = EpochPlan(TRAIN, batch_size, VALIDATION if validate else None, epoch, True, request.max_steps,
+                                 request.val_max_steps, request.options)
+                logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), reporter.poll)[0],
+                                           recovery, f"epoch {self._trained_epochs() + 1}")
+                self._keep_epoch_state()
+                stop = logs.pop("stop_training", False)
+                reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)
+                history.append(logs)
+                on_epoch(epoch, logs)
+                if stop:
+                    break
+            final = {name: value for name, value in logs.items() if name != "epoch_time_s"}
+            self._with_recovery(lambda: self._call(lambda runner: runner.end_fit(final)), recovery, "end_fit")
+        finally:
+            reporter.close()
+        self._pull_state()
+        return history
+
+    def _progress(self) -> dict[str, Any]:
+        return self._group.progress() if self._group else {}
+
+    def _evaluate(self, data: Any, columns: Columns, batch_size: int, max_steps: Optional[int] = None) -> dict[str, Any]:
+        """Loss and metrics over ``data``, aggregated exactly over the workers."""
+        _, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
+        return self._call(lambda runner: runner.validate(EVALUATION, batch_size, max_steps))[0]
+
+    def _predict(self, data: Any, feature_cols: Cols, batch_size: int, output_cols: Optional[Sequence[str]] = None) -> Any:
+        """Predictions next to the input, in its order, computed in the Spark tasks that hold it
+        (see :mod:`zoo_lite.learn.base.predict`)."""
+        from zoo_lite.data import SparkXShards, convert
+
+        batch_size = check_positive_int(batch_size, "batch_size")
+        features = Columns.of(feature_cols).features
+        payload = self.framework.model_payload(self._model)
+        if convert.is_spark_df(data):
+            if features is None:
+                raise InvalidArgumentError("predict: data is a Spark DataFrame; pass feature_cols=[...]")
+            return predict_spark_df(data, self._model, payload, self.framework.predict, list(features), batch_size, output_cols)
+        if isinstance(data, SparkXShards):
+            return predict_xshards(data, payload, self.framework.predict, list(features) if features else None, batch_size,
+                                   output_cols)
+        raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
+
+
+class EstimatorEntry:
+    """What Orca's ``Estimator`` entry points share."""
+
+    @staticmethod
+    def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
+        """The newest ``epoch=<n>.ckpt`` in ``checkpoint_dir`` (None if there is none).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> EstimatorEntry.latest_checkpoint(tempfile.mkdtemp()) is None
+        True
+        """
+        return checkpoints.latest_checkpoint(checkpoint_dir)
+
+    @staticmethod
+    def _checked_common(backend: str, workers_per_node: int, config: Optional[dict[str, Any]],
+                        seed: Optional[int]) -> tuple[int, dict[str, Any], int]:
+        """``workers_per_node``, the user's ``config`` (a copy) and the seed (drawn when None),
+        after checking the arguments every ``from_*`` takes."""
+        if backend not in ("ray", "spark"):
+            raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
+        if config is not None and not isinstance(config, dict):
+            raise InvalidArgumentError(f"config={config!r} must be a dict")
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**31))
+        return check_positive_int(workers_per_node, "workers_per_node"), dict(config or {}), int(seed)
+
+
+# runner calls without a closure: pickled by reference, as module-level functions
+
+def _get_state(runner: Runner) -> bytes:
+    return runner.get_state()
+
+
+def _callback_states(runner: Runner) -> list[dict[str, Any]]:
+    return runner.callback_states()
+
+
+def _load_rows(key: str, held: list[Any], partition_rows: list[int], one_row: Any, runner: Runner) -> int:
+    return runner.load_rows(key, held, partition_rows, one_row)
 
 
 def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:

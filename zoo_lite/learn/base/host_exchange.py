@@ -30,16 +30,18 @@ from __future__ import annotations
 
 import mmap
 import os
+import secrets
 import select
 import socket
 import time
+import zlib
 from typing import Callable, Optional
 
 import numpy as np
 
 from zoo_lite.errors import WorkerTimeoutError
 
-__all__ = ["HostSum", "open_host_sum", "shared_memory_directory", "slots_nbytes", "host_key"]
+__all__ = ["HostSum", "open_host_sum", "host_sum_if_one_host", "shared_memory_directory", "slots_nbytes", "host_key"]
 
 #: where the slots live: memory-backed on Linux
 _SHM_DIRECTORY = "/dev/shm"
@@ -221,3 +223,27 @@ def open_host_sum(directory: str, name: str, local_rank: int, local_size: int, s
     peers = [peer for peer in range(local_size) if peer != local_rank]
     return HostSum(mapping, local_rank, local_size, size, np.dtype(dtype), opened[0], dict(zip(peers, opened[1:])),
                    timeout_s)
+
+
+def host_sum_if_one_host(size: int, dtype: np.dtype, rank: int, world_size: int, timeout_s: float,
+                         sum_over_workers: Callable[[np.ndarray], np.ndarray]) -> Optional[HostSum]:
+    """A shared-memory sum of ``size`` elements when every worker runs on this host and
+    ``/dev/shm`` has room, else None: the same answer on every worker. A collective: every
+    worker calls it, with ``sum_over_workers`` summing a float64 array over the group (the
+    framework's own collective).
+
+    The workers agree with sums only: each adds a key of its host and directory ``k`` and ``k²``;
+    ``n·Σk² == (Σk)²`` holds exactly when all the keys are equal. Rank 0's random token, summed
+    with zeros, names the files on every worker.
+    """
+    directory = shared_memory_directory(slots_nbytes(world_size, size, dtype))
+    key = float(zlib.crc32(f"{host_key()}|{directory}".encode()) % (1 << 20) + 1)
+    token = float(secrets.randbits(40)) if rank == 0 else 0.0
+    keys, squares, shared_token, with_room = sum_over_workers(np.array([key, key * key, token, float(directory is not None)]))
+    if directory is None or with_room < world_size or world_size * squares != keys * keys:
+        return None
+
+    def all_agree(ok: bool) -> bool:
+        return bool(sum_over_workers(np.array([0.0 if ok else 1.0]))[0] == 0.0)
+
+    return open_host_sum(directory, f"{int(shared_token):x}", rank, world_size, size, dtype, timeout_s, all_agree)

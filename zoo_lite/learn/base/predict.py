@@ -11,7 +11,7 @@ inputs). A framework says how to load and run its model with a :class:`PredictRe
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Optional, Sequence
 
 import numpy as np
@@ -24,13 +24,9 @@ if TYPE_CHECKING:
 
     from zoo_lite.data.shard import SparkXShards
 
-__all__ = ["PredictRecipe", "predict_spark_df", "predict_xshards", "output_names"]
+__all__ = ["PredictRecipe", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names"]
 
 PREDICTION = "prediction"
-
-
-def _nothing() -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -39,13 +35,44 @@ class PredictRecipe:
     the recipe is pickled into every task).
 
     ``load(payload) -> model`` runs once per executor Python worker; ``run(model, inputs,
-    batch_size)`` returns one array per model output, one row per input row; ``prepare_task()``
-    runs at the start of each task (e.g. to size the framework's thread pool).
+    batch_size)`` returns one array per model output, one row per input row; ``set_threads(n)``
+    sizes the framework's thread pool to the task's CPUs at the start of each task.
     """
 
     load: Callable[[bytes], Any]
     run: Callable[[Any, tuple[np.ndarray, ...], int], list[np.ndarray]]
-    prepare_task: Callable[[], None] = field(default=_nothing)
+    set_threads: Callable[[int], None]
+
+
+def predict_in_batches(run_batch: Callable[[Any, list[np.ndarray]], list[np.ndarray]], model: Any,
+                       inputs: Sequence[np.ndarray], batch_size: int) -> list[np.ndarray]:
+    """Run a model over its input arrays ``batch_size`` rows at a time: one array per model
+    output, a row per input row. ``run_batch(model, batch)`` gives one batch's outputs.
+
+    Examples
+    --------
+    >>> double = lambda model, batch: [batch[0] * 2]
+    >>> predict_in_batches(double, None, [np.arange(5)], batch_size=2)
+    [array([0, 2, 4, 6, 8])]
+    """
+    chunks = [run_batch(model, [x[start:start + batch_size] for x in inputs]) for start in range(0, len(inputs[0]), batch_size)]
+    if not chunks:
+        return [np.zeros((0,), dtype=np.float32)]
+    return [np.concatenate([chunk[i] for chunk in chunks]) for i in range(len(chunks[0]))]
+
+
+def _task_cpus() -> int:
+    """The CPUs Spark gave the running task (``spark.task.cpus``), 1 outside a task."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return int(context.cpus()) if context is not None else 1
+
+
+def _start_task(recipe: PredictRecipe, shipped: "_BroadcastModel") -> Any:
+    """At the start of a Spark task: the framework's threads sized to the task, and the model."""
+    recipe.set_threads(_task_cpus())
+    return shipped.load()
 
 
 _model_cache: dict[str, Any] = {}
@@ -128,7 +155,7 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     from pyspark.sql import functions, types
 
     from zoo_lite.data import convert
-    from zoo_lite.learn.base.data_inputs import check_spark_columns
+    from zoo_lite.data.convert import check_spark_columns
 
     check_spark_columns(df, feature_cols, "feature_cols")
     # Vector features are read through temporary array columns; the Vector columns themselves pass through
@@ -155,8 +182,7 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     def predict(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
 
-        recipe.prepare_task()
-        net = shipped.load()
+        net = _start_task(recipe, shipped)
         for batch in batches:
             inputs = convert.arrow_to_model_arrays(pa.Table.from_batches([batch]), feature_names, None)["x"]
             columns = [_arrow_column(out) for out in _per_row(recipe.run(net, inputs, batch_size))]
@@ -168,23 +194,25 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
 def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecipe, feature_cols: Optional[list[Hashable]],
                     batch_size: int, output_cols: Optional[Sequence[str]] = None) -> "SparkXShards":
     """Each shard with its predictions: dict shards gain ``"prediction"`` (or ``output_cols``),
-    pandas shards a column each."""
+    pandas shards a column each. The model's inputs are ``feature_cols`` (columns, or a dict
+    shard's keys), else a dict shard's ``"x"``."""
     import pandas as pd
 
     from zoo_lite.data import convert
 
     shipped = _BroadcastModel(payload, recipe)
 
-    def predict(shard: Any) -> Any:
-        recipe.prepare_task()
-        net = shipped.load()
-        if isinstance(shard, pd.DataFrame):
-            if feature_cols is None:
-                raise InvalidArgumentError("predict: the XShards holds pandas DataFrames; pass feature_cols")
-            outputs = _per_row(recipe.run(net, convert.pandas_to_model_arrays(shard, feature_cols, None)["x"], batch_size))
-            names = output_names(output_cols, len(outputs))
-            return shard.assign(**{name: list(out) if out.ndim > 1 else out for name, out in zip(names, outputs)})
-        outputs = _per_row(recipe.run(net, convert.dict_to_model_arrays(shard)["x"], batch_size))
-        return {**shard, **dict(zip(output_names(output_cols, len(outputs)), outputs))}
+    columns = convert.Columns.of(feature_cols)
 
-    return shards._map(predict)
+    def predict(shard: Any) -> Any:
+        net = _start_task(recipe, shipped)
+        if isinstance(shard, pd.DataFrame) and feature_cols is None:
+            raise InvalidArgumentError("predict: the XShards holds pandas DataFrames; pass feature_cols")
+        inputs = convert.shard_to_model_arrays(shard, columns, need_labels=False)["x"]
+        outputs = _per_row(recipe.run(net, inputs, batch_size))
+        names = output_names(output_cols, len(outputs))
+        if isinstance(shard, pd.DataFrame):
+            return shard.assign(**{name: list(out) if out.ndim > 1 else out for name, out in zip(names, outputs)})
+        return {**shard, **dict(zip(names, outputs))}
+
+    return shards.map_partitions(predict)

@@ -16,13 +16,28 @@ Pure NumPy, the same on every worker, so that all workers agree without talking:
 from __future__ import annotations
 
 import math
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
 
-__all__ = ["steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng", "HeldRows"]
+__all__ = ["contiguous_run", "steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng", "HeldRows"]
+
+
+def contiguous_run(positions: np.ndarray) -> Optional[slice]:
+    """The slice of ``positions`` when they are one increasing run (taken as a view, without a
+    copy), else None.
+
+    Examples
+    --------
+    >>> contiguous_run(np.array([3, 4, 5])), contiguous_run(np.array([3, 5])), contiguous_run(np.array([], int))
+    (slice(3, 6, None), None, None)
+    """
+    if not len(positions):
+        return None
+    start, stop = int(positions[0]), int(positions[-1]) + 1
+    return slice(start, stop) if stop - start == len(positions) and bool((np.diff(positions) == 1).all()) else None
 
 
 def steps_per_epoch(total_rows: int, batch_size: int) -> int:
@@ -131,6 +146,8 @@ class HeldRows:
 
     ``partition_rows`` are the row counts of every partition of the data; ``held`` lists the
     ``(partition, start, stop)`` ranges this worker holds, in the order its arrays concatenate them.
+    A framework's feed subclasses it with ``batch(positions, global_rows)``: this worker's rows
+    at ``positions`` as the framework's batch, where ``global_rows`` is the step's global row count.
 
     Examples
     --------
@@ -161,3 +178,18 @@ class HeldRows:
         local = max(1, batch_size // self.world_size)
         for start in range(0, self.local_rows, local):
             yield np.arange(start, min(start + local, self.local_rows))
+
+    def batch(self, positions: np.ndarray, global_rows: int) -> Any:
+        """This worker's rows at ``positions`` as the framework's batch."""
+        raise NotImplementedError
+
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
+                      max_steps: Optional[int] = None) -> Iterator[Any]:
+        """This worker's batch of every step of an epoch (at most ``max_steps``)."""
+        for step, positions in enumerate(self.train_positions(batch_size, shuffle, seed, epoch)[:max_steps]):
+            yield self.batch(positions, min(batch_size, self.total_rows - step * batch_size))
+
+    def eval_batches(self, batch_size: int) -> Iterator[Any]:
+        """This worker's rows in order, in local batches."""
+        for positions in self.eval_positions(batch_size):
+            yield self.batch(positions, len(positions))

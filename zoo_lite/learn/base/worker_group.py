@@ -15,14 +15,17 @@ collective). The Estimator then starts a fresh group on next use.
 
 from __future__ import annotations
 
+import functools
 import re
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.user_code import user_code_by_value
+
+T = TypeVar("T")
 
 __all__ = ["WorkerGroup", "WorkerInfo", "wait_for_free_cpus"]
 
@@ -85,14 +88,12 @@ class _WorkerActor:
             probe.bind((host, 0))
             return host, probe.getsockname()[1]
 
-    def call(self, method: str, *args: Any) -> Any:
-        return getattr(self.runner, method)(*args)
+    def call(self, call: Callable[[Any], T]) -> T:
+        return call(self.runner)
 
     def close(self) -> None:
-        """Let the runner release what it holds (a process group, files), if it has a ``close``."""
-        closer = getattr(self.runner, "close", None)
-        if closer is not None:
-            closer()
+        """Let the runner release what it holds (a process group, files)."""
+        self.runner.close()
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,9 @@ class WorkerGroup:
     Parameters
     ----------
     runner_factory : callable
-        ``WorkerInfo -> runner``, picklable; runs inside each actor.
+        ``WorkerInfo -> runner``, picklable; runs inside each actor. The runner follows
+        :class:`~zoo_lite.learn.base.runner.Runner` (the group itself calls only its ``connect``
+        and ``close``).
     workers_per_node : int
         Workers on each Ray node (each gets the node's CPUs divided by this).
     start_timeout_s : float
@@ -149,17 +152,17 @@ class WorkerGroup:
 
     Examples
     --------
-    >>> from zoo_lite import init_orca_context, stop_orca_context
+    >>> from zoo_lite import init_orca_context
     >>> _ = init_orca_context(cores=2)
     >>> class Echo:
     ...     def __init__(self, info): self.info = info
     ...     def connect(self, addresses): self.peers = len(addresses)
+    ...     def close(self): pass
     ...     def whoami(self, text): return f"{text} {self.info.rank}/{self.info.world_size}"
     >>> group = WorkerGroup(Echo, workers_per_node=2)
-    >>> group.call("whoami", "worker")
+    >>> group.call(lambda runner: runner.whoami("worker"))
     ['worker 0/2', 'worker 1/2']
     >>> group.shutdown()
-    >>> stop_orca_context()
     """
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
@@ -178,7 +181,8 @@ class WorkerGroup:
         self.actors = self._start_actors(nodes, runner_factory, workers_per_node, self.progress_board)
         try:
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
-            self._wait([actor.call.remote("connect", addresses) for actor in self.actors], "connect", start_timeout_s)
+            connect = functools.partial(_connect, addresses)
+            self._wait([actor.call.remote(connect) for actor in self.actors], "connect", start_timeout_s)
         except BaseException:
             self.kill()
             raise
@@ -221,30 +225,30 @@ class WorkerGroup:
         ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
         return ray_context is not None and ray_context.address == self.ray_address and not ray_context.lost_nodes()
 
-    def call(self, method: str, *args: Any, timeout_s: Optional[float] = None,
-             on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
-        """Call ``runner.method(*args)`` on every worker; results in rank order."""
-        return self.call_each(method, [args] * len(self.actors), timeout_s=timeout_s, on_poll=on_poll)
+    def call(self, call: Callable[[Any], T], *, timeout_s: Optional[float] = None,
+             on_poll: Optional[Callable[[], None]] = None) -> list[T]:
+        """``call(runner)`` on every worker; results in rank order."""
+        return self.call_each([call] * len(self.actors), timeout_s=timeout_s, on_poll=on_poll)
 
-    def call_each(self, method: str, args_per_worker: Sequence[Sequence[Any]], *, timeout_s: Optional[float] = None,
-                  on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
-        """Call ``runner.method(*args_per_worker[rank])`` on every worker; results in rank order."""
+    def call_each(self, calls: Sequence[Callable[[Any], T]], *, timeout_s: Optional[float] = None,
+                  on_poll: Optional[Callable[[], None]] = None) -> list[T]:
+        """``calls[rank](runner)`` on every worker; results in rank order."""
         actors = self._live_actors()
         with user_code_by_value():
-            futures = [actor.call.remote(method, *args) for actor, args in zip(actors, args_per_worker)]
+            futures = [actor.call.remote(call) for actor, call in zip(actors, calls)]
         try:
-            return self._wait(futures, method, timeout_s, on_poll)
+            return self._wait(futures, _call_name(calls[0]), timeout_s, on_poll)
         except BaseException:
             self.kill()   # peers of a failed worker may be blocked in a collective for good
             raise
 
-    def call_one(self, rank: int, method: str, *args: Any, timeout_s: Optional[float] = None) -> Any:
-        """Call ``runner.method(*args)`` on one worker only."""
+    def call_one(self, rank: int, call: Callable[[Any], T], *, timeout_s: Optional[float] = None) -> T:
+        """``call(runner)`` on the worker of ``rank`` only."""
         actor = self._live_actors()[rank]
         try:
             with user_code_by_value():
-                future = actor.call.remote(method, *args)
-            return self._wait([future], method, timeout_s)[0]
+                future = actor.call.remote(call)
+            return self._wait([future], _call_name(call), timeout_s)[0]
         except BaseException:
             self.kill()
             raise
@@ -321,6 +325,19 @@ class WorkerGroup:
             except ZooLiteError:
                 pass  # the actors are killed below either way
         self.kill()
+
+
+def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:
+    runner.connect(addresses)
+
+
+def _call_name(call: Callable[..., Any]) -> str:
+    """What a runner call is named in errors: its function (a runner method called by a lambda
+    is named by the runner method it calls)."""
+    function = call.func if isinstance(call, functools.partial) else call
+    called = [name for name in getattr(getattr(function, "__code__", None), "co_names", ()) if not name.startswith("_")]
+    name = getattr(function, "__name__", "call")
+    return called[0] if name == "<lambda>" and called else name.lstrip("_")
 
 
 def _root_failure(failures: list[WorkerError], pending: list[Any], rank_of: dict[Any, int], what: str) -> WorkerError:

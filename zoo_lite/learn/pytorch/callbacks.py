@@ -7,12 +7,11 @@ a shared file system).
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import Callback
-from zoo_lite.learn.base.checkpoints import checkpoint_path
+from zoo_lite.learn.base.checkpoints import checkpoint_path, write_atomically
 
 __all__ = ["Callback", "ModelCheckpoint", "TensorBoard"]
 
@@ -51,15 +50,19 @@ class ModelCheckpoint(Callback):
         self.interval = interval
 
     def _save(self, runner: Any, number: int) -> None:
+        import io
+
         import torch
 
         if runner.rank != 0:
             return
-        path = checkpoint_path(self.filepath, number)
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        state = runner.model.state_dict() if self.save_weights_only else runner.checkpoint_state()
-        torch.save(state, path + ".tmp")
-        os.replace(path + ".tmp", path)   # a reader never sees a half-written checkpoint
+        if self.save_weights_only:
+            buffer = io.BytesIO()
+            torch.save(runner.model.state_dict(), buffer)
+            state = buffer.getvalue()
+        else:
+            state = runner.get_state()
+        write_atomically(checkpoint_path(self.filepath, number), state)
 
     def after_train_epoch(self, runner: Any) -> None:
         if self.by_epoch and runner.epoch % self.interval == 0:

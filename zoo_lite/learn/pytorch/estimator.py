@@ -1,36 +1,42 @@
 """``Estimator.from_torch``: data-parallel training of a PyTorch model on the Ray-on-Spark workers.
 
-The driver keeps the model (for ``get_model``, ``save`` and ``predict``) and the last known
-optimizer state; the worker group (:mod:`zoo_lite.learn.base.worker_group`) trains copies of it,
-which end every step identical, and rank 0's state comes back at the end of each ``fit``. If a
-worker fails, the group is ended, and the next call starts a new one from the driver's state.
+Orca's signatures over :class:`~zoo_lite.learn.base.estimator.GroupEstimator`, which does the work;
+:data:`TORCH` is what it needs of PyTorch.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 import torch
-from torch import nn
 
-from zoo_lite.errors import InvalidArgumentError, check_positive_int, kind_of
-from zoo_lite.learn.base import checkpoints, steps
+from zoo_lite.data import Columns
+from zoo_lite.errors import InvalidArgumentError, check_positive_int
 from zoo_lite.learn.base.callbacks import CallbackList
-from zoo_lite.learn.base.data_inputs import is_spark_df, normalize_cols
-from zoo_lite.learn.base.estimator import EVALUATION, TRAIN, VALIDATION, Cols, GroupEstimator
-from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
-from zoo_lite.learn.base.progress import ProgressReporter, learn_logger
-from zoo_lite.learn.base.worker_group import WorkerInfo
+from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
+from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
+from zoo_lite.learn.base.progress import learn_logger
 from zoo_lite.learn.pytorch import data as torch_data
-from zoo_lite.learn.pytorch.callbacks import Callback, ModelCheckpoint
+from zoo_lite.learn.pytorch.callbacks import Callback
+from zoo_lite.learn.pytorch.feeds import held_target
 from zoo_lite.learn.pytorch.predict import TORCH_PREDICT, model_bytes
-from zoo_lite.learn.pytorch.runner import TorchRunner, state_from_bytes, state_to_bytes
+from zoo_lite.learn.pytorch.runner import TorchRunner, decode_state_into, encode_state
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model
 
-__all__ = ["Estimator", "TorchEstimator"]
+__all__ = ["Estimator", "TorchEstimator", "TORCH"]
+
+TORCH = Framework(
+    name="PyTorch",
+    inputs="a torch DataLoader, or a creator (config, batch_size) -> DataLoader",
+    runner_factory=TorchRunner,
+    state=StateCodec(encode=encode_state, decode_into=decode_state_into),
+    predict=TORCH_PREDICT,
+    model_payload=model_bytes,
+    is_input=torch_data.is_loader_input,
+    batch_size=torch_data.global_batch_size,
+    cast_labels=held_target,
+)
 
 
 class TorchEstimator(GroupEstimator):
@@ -39,47 +45,15 @@ class TorchEstimator(GroupEstimator):
     Built by :meth:`Estimator.from_torch`; see there for the arguments.
     """
 
-    framework_inputs = "a torch DataLoader, or a creator (config, batch_size) -> DataLoader"
-
     def __init__(self, spec: TorchSpec, workers_per_node: int, use_tqdm: bool, model_dir: Optional[str],
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
-        super().__init__(workers_per_node, start_timeout_s, max_failures)
-        self.spec = spec
-        self.use_tqdm = use_tqdm
-        self.model_dir = model_dir
-        self.logger = learn_logger(log_level)
         torch.manual_seed(spec.seed)
-        self._model = build_model(spec.model, spec.config)
-        self._check_optimizer_creator()
-        self._state: dict[str, Any] = {"optimizer_state": None, "scheduler_state": None, "epoch": 0, "global_step": 0}
-
-    def _check_optimizer_creator(self) -> None:
-        """Run the optimizer creator once on the driver's model, for a clear error before any worker starts."""
-        self.spec.build_optimizer(self._model)
-
-    # -- GroupEstimator hooks ---------------------------------------------------------------------------
-
-    def _runner_factory(self) -> Callable[[WorkerInfo], Any]:
-        return functools.partial(TorchRunner, self.spec)
-
-    def _driver_state_bytes(self) -> bytes:
-        return state_to_bytes({"model_state": self._model.state_dict(), **self._state})
-
-    def _is_framework_input(self, data: Any) -> bool:
-        return torch_data.is_loader_input(data)
-
-    def _framework_batch_size(self, data: Any, batch_size: int) -> int:
-        return torch_data.global_batch_size(data, self.spec.config, batch_size)
-
-    def _pull_state(self) -> None:
-        state = state_from_bytes(self._call_rank0("get_state"))
-        self._model.load_state_dict(state.pop("model_state"))
-        self._state = state
-
-    def _trained_epochs(self) -> int:
-        return int(self._state["epoch"])
-
-    # -- the user's API ---------------------------------------------------------------------------------
+        model = build_model(spec.model, spec.config)
+        spec.build_optimizer(model)   # a clear error for a bad optimizer creator before any worker starts
+        extras = {"optimizer_state": None, "scheduler_state": None, "epoch": 0, "global_step": 0}
+        super().__init__(TORCH, spec, model, extras, workers_per_node, start_timeout_s, max_failures, model_dir,
+                         learn_logger(log_level))
+        self.use_tqdm = use_tqdm
 
     def fit(self, data: Any, epochs: int = 1, batch_size: int = 32, feature_cols: Cols = None, label_cols: Cols = None,
             validation_data: Any = None, callbacks: Optional[Sequence[Callback]] = None, max_steps: Optional[int] = None,
@@ -97,6 +71,8 @@ class TorchEstimator(GroupEstimator):
         epochs : int, default 1
         batch_size : int, default 32
             The global batch, split over the workers.
+        feature_cols, label_cols : str or list of str, optional
+            The columns (or dict-shard keys) of the model's inputs and of the label.
         validation_data
             Same kinds as ``data``; evaluated after every epoch.
         callbacks : list of Callback, optional
@@ -109,42 +85,39 @@ class TorchEstimator(GroupEstimator):
         list of dict
             Per epoch: ``epoch``, ``num_samples``, ``train_loss``, ``val_loss`` and ``val_<metric>``
             with validation data, and ``epoch_time_s``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument or input (named in the message).
+        WorkerError
+            A worker failed (its traceback is in the message), or more than ``max_failures``
+            workers were lost.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.pytorch import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> x = np.arange(8, dtype="float32").reshape(4, 2)
+        >>> shards = XShards.partition({"x": x, "y": x.sum(axis=1)}, num_shards=2)
+        >>> net = torch.nn.Linear(2, 1)
+        >>> est = Estimator.from_torch(model=net, optimizer=torch.optim.SGD(net.parameters(), lr=0.01),
+        ...                            loss=torch.nn.MSELoss(), seed=0)
+        >>> [sorted(stats) for stats in est.fit(shards, epochs=1, batch_size=2)]
+        [['epoch', 'epoch_time_s', 'num_samples', 'train_loss']]
+        >>> est.shutdown()
         """
         check_positive_int(epochs, "epochs")
         check_positive_int(batch_size, "batch_size")
         if max_steps is not None or not reduce_results:
             raise InvalidArgumentError("fit: max_steps and reduce_results=False are not supported; stop by epochs instead")
-        callback_list = list(callbacks or []) + ([ModelCheckpoint(self.model_dir)] if self.model_dir else [])
-        CallbackList(callback_list)   # type check on the driver
-        def load() -> tuple[int, int]:
-            return self._load_for_fit(data, validation_data, feature_cols, label_cols, batch_size)
-
-        train_rows, global_batch = load()
-        steps_each = steps.steps_per_epoch(train_rows, global_batch)
-        reporter = ProgressReporter(self.use_tqdm, steps_each * epochs, lambda: self._group.progress() if self._group else {}, self.logger)
-        history: list[dict[str, Any]] = []
-
-        def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
-            load()
-            reporter.resume_at(steps_each * len(history))
-            self._call("begin_fit", callback_list)
-
-        recovery = self._fit_recovery(restart)
-        val_key = VALIDATION if validation_data is not None else None
-        try:
-            self._with_recovery(lambda: self._call("begin_fit", callback_list), recovery, "begin_fit")
-            for epoch in range(epochs):
-                stats = self._with_recovery(
-                    lambda: self._call("train_epoch", TRAIN, global_batch, True, val_key, on_poll=reporter.poll)[0],
-                    recovery, f"epoch {self._trained_epochs() + 1}")
-                self._keep_epoch_state()
-                reporter.epoch_done(stats, steps_each * (epoch + 1))
-                history.append(stats)
-            self._with_recovery(lambda: self._call("end_fit"), recovery, "end_fit")
-        finally:
-            reporter.close()
-        self._pull_state()
-        return history
+        CallbackList(callbacks)   # type check on the driver
+        request = FitRequest(data, validation_data, Columns.of(feature_cols, label_cols), batch_size, range(epochs),
+                             list(callbacks or []), verbose=1 if self.use_tqdm else 2)
+        return self._fit(request)
 
     def evaluate(self, data: Any, batch_size: int = 32, num_steps: Optional[int] = None, profile: bool = False,
                  reduce_results: bool = True, feature_cols: Cols = None, label_cols: Cols = None) -> dict[str, Any]:
@@ -154,12 +127,31 @@ class TorchEstimator(GroupEstimator):
         -------
         dict
             ``num_samples``, ``val_loss`` (when the Estimator has a loss) and each metric by name.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument or input; ``num_steps`` and ``reduce_results=False`` are not supported.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.pytorch import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition({"x": np.ones((4, 2), "float32"), "y": np.zeros(4, "float32")}, num_shards=2)
+        >>> net = torch.nn.Linear(2, 1)
+        >>> torch.nn.init.zeros_(net.weight), torch.nn.init.zeros_(net.bias)  # doctest: +ELLIPSIS
+        (...)
+        >>> est = Estimator.from_torch(model=net, loss=torch.nn.MSELoss())
+        >>> est.evaluate(shards, batch_size=2)
+        {'num_samples': 4, 'val_loss': 0.0}
+        >>> est.shutdown()
         """
-        check_positive_int(batch_size, "batch_size")
         if num_steps is not None or not reduce_results:
             raise InvalidArgumentError("evaluate: num_steps and reduce_results=False are not supported")
-        _, batch_size = self._load(EVALUATION, data, feature_cols, label_cols, batch_size)
-        return self._call("validate", EVALUATION, batch_size)[0]
+        return self._evaluate(data, Columns.of(feature_cols, label_cols), batch_size)
 
     def predict(self, data: Any, batch_size: int = 32, feature_cols: Cols = None, profile: bool = False) -> Any:
         """Predictions of the trained model, next to the input and in its order.
@@ -168,53 +160,44 @@ class TorchEstimator(GroupEstimator):
         array<float> for a wider output); an XShards with ``"prediction"`` in each dict shard
         or a ``prediction`` column in each pandas shard. Runs in the Spark tasks that hold the
         data (see :mod:`zoo_lite.learn.base.predict`).
+
+        Returns
+        -------
+        SparkXShards or pyspark.sql.DataFrame
+            The input's kind, with the predictions added.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``data`` is neither an XShards nor a Spark DataFrame, or a DataFrame without ``feature_cols``.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.pytorch import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> net = torch.nn.Linear(2, 1)
+        >>> est = Estimator.from_torch(model=net, loss=torch.nn.MSELoss())
+        >>> shards = XShards.partition({"x": np.ones((4, 2), "float32")}, num_shards=2)
+        >>> [shard["prediction"].shape for shard in est.predict(shards).collect()]
+        [(2,), (2,)]
         """
-        from zoo_lite.data.shard import SparkXShards
-
-        check_positive_int(batch_size, "batch_size")
-        features = normalize_cols(feature_cols, "feature_cols")
-        if is_spark_df(data):
-            if features is None:
-                raise InvalidArgumentError("predict: data is a Spark DataFrame; pass feature_cols=[...]")
-            return predict_spark_df(data, self._model, model_bytes(self._model), TORCH_PREDICT, features, batch_size)
-        if isinstance(data, SparkXShards):
-            return predict_xshards(data, model_bytes(self._model), TORCH_PREDICT, features, batch_size)
-        raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
-
-    def get_model(self) -> nn.Module:
-        """The trained model on the driver."""
-        return self._model
-
-    # -- persistence ----------------------------------------------------------------------------------
+        return self._predict(data, feature_cols, batch_size)
 
     def save(self, path: str) -> str:
-        """Save model, optimizer and scheduler state and the epoch counter to ``path``."""
-        torch.save({"model_state": self._model.state_dict(), **self._state}, path)
-        return path
+        """Save model, optimizer and scheduler state and the epoch counter to ``path`` (a
+        ``torch.save`` dict with ``model_state``); the same file as :meth:`save_checkpoint`."""
+        return self.save_checkpoint(path)
 
     def load(self, path: str) -> None:
-        """Load what :meth:`save` (or a ``ModelCheckpoint``) wrote; the workers get it on next use."""
-        try:
-            state = torch.load(path, weights_only=False)
-        except FileNotFoundError as error:
-            raise InvalidArgumentError(f"load: no checkpoint at path={path!r}") from error
-        if not isinstance(state, dict) or "model_state" not in state:
-            state = {"model_state": state}   # a weights-only file
-        self._model.load_state_dict(state["model_state"])
-        self._state = {"optimizer_state": state.get("optimizer_state"), "scheduler_state": state.get("scheduler_state"),
-                       "epoch": int(state.get("epoch", 0)), "global_step": int(state.get("global_step", 0))}
-        self._workers_have_driver_state = False
-
-    def save_checkpoint(self, path: str) -> str:
-        """Same as :meth:`save`: everything needed to resume training at the next epoch."""
-        return self.save(path)
-
-    def load_checkpoint(self, path: str) -> None:
-        """Resume from a checkpoint: the next ``fit`` continues at the epoch after it."""
-        self.load(path)
+        """Load what :meth:`save` (or a ``ModelCheckpoint``, or ``torch.save(model.state_dict())``)
+        wrote; the workers get it on next use."""
+        self.load_checkpoint(path)
 
 
-class Estimator:
+class Estimator(EstimatorEntry):
     """Orca's entry point: ``Estimator.from_torch(...)`` (import from ``zoo_lite.learn.pytorch``)."""
 
     @staticmethod
@@ -222,7 +205,8 @@ class Estimator:
                    config: Optional[dict[str, Any]] = None, workers_per_node: int = 1,
                    scheduler_creator: Optional[Callable[..., Any]] = None, use_tqdm: bool = False,
                    model_dir: Optional[str] = None, seed: Optional[int] = None, sync_stats: bool = True,
-                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3) -> TorchEstimator:
+                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3,
+                   worker_config: Optional[WorkerConfig] = None) -> TorchEstimator:
         """A PyTorch Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
 
         Parameters
@@ -246,9 +230,7 @@ class Estimator:
         backend : {"ray", "spark"}
             Both run on zoo_lite's Ray-on-Spark worker group.
         config : dict, optional
-            Passed to the creators. zoo_lite reads two keys: ``collective_timeout_s`` bounds a
-            gradient exchange (1800), and ``shared_memory_exchange=False`` makes workers on one
-            host exchange gradients over gloo instead of shared memory.
+            Passed to the creators; the user's own.
         workers_per_node : int, default 1
         scheduler_creator : callable, optional
             ``(optimizer, config) -> scheduler``, stepped after every epoch.
@@ -263,11 +245,24 @@ class Estimator:
             the state after every epoch, and the fit resumes from the last completed epoch on a
             new group on the nodes alive. Past this many, the last ``WorkerError`` is raised with
             every attempt's cause. 0 turns recovery off.
+        worker_config : WorkerConfig, optional
+            zoo_lite's own worker settings (collective timeout, shared-memory exchange). The keys
+            ``collective_timeout_s`` and ``shared_memory_exchange`` of ``config`` still work, with
+            a ``DeprecationWarning``.
+
+        Returns
+        -------
+        TorchEstimator
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument, named in the message.
 
         Examples
         --------
         >>> import numpy as np, torch
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> from zoo_lite.learn.pytorch import Estimator
         >>> _ = init_orca_context(cores=2)
@@ -279,17 +274,9 @@ class Estimator:
         >>> history = est.fit(shards, epochs=20, batch_size=16)
         >>> history[-1]["train_loss"] < 0.01
         True
-        >>> est.shutdown(); stop_orca_context()
+        >>> est.shutdown()
         """
-        if backend not in ("ray", "spark"):
-            raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
-        workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (2**31))
-        spec = TorchSpec.from_user(model, optimizer, loss, metrics, scheduler_creator, config, int(seed), sync_stats)
+        workers_per_node, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed)
+        settings = WorkerConfig.resolve(worker_config, config)
+        spec = TorchSpec.from_user(model, optimizer, loss, metrics, scheduler_creator, config, seed, sync_stats, settings)
         return TorchEstimator(spec, workers_per_node, use_tqdm, model_dir, log_level, start_timeout_s, max_failures)
-
-    @staticmethod
-    def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
-        """The newest ``epoch=<n>.ckpt`` in ``checkpoint_dir`` (None if there is none)."""
-        return checkpoints.latest_checkpoint(checkpoint_dir)

@@ -10,7 +10,7 @@ exact for equal shares). A loss with ``reduction="sum"`` is summed as it is.
 All gradients travel in one flat buffer per step. How it is summed:
 
 - every worker on one host: through shared memory (:mod:`zoo_lite.learn.base.host_exchange`),
-  unless ``config["shared_memory_exchange"]`` is False or ``/dev/shm`` is missing or too small;
+  unless ``WorkerConfig(shared_memory_exchange=False)`` or ``/dev/shm`` is missing or too small;
 - otherwise by :func:`sum_over_workers` over the gloo group: between two workers a small buffer
   goes by one send and one receive each way (gloo's all_reduce costs about 2 ms per call on this
   kind of machine whatever the size, a send/receive pair about 0.3 ms when the machine is idle,
@@ -23,15 +23,15 @@ cores the transfers compete with backward for the CPU, and an epoch took 1.7x as
 
 from __future__ import annotations
 
-import uuid
 from typing import Callable, Optional, Sequence
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
-from zoo_lite.learn.base.host_exchange import HostSum, host_key, open_host_sum, shared_memory_directory, slots_nbytes
+from zoo_lite.learn.base.host_exchange import HostSum
 
-__all__ = ["gradient_exchange", "sum_over_workers", "host_sum_for_group", "FlatExchange", "NoExchange"]
+__all__ = ["gradient_exchange", "sum_over_workers", "sum_floats_over_workers", "FlatExchange", "NoExchange"]
 
 #: largest buffer (elements) summed by a direct exchange between two workers; above, all_reduce's
 #: bandwidth wins (measured crossover 128k to 256k float32 elements)
@@ -53,28 +53,9 @@ def sum_over_workers(buffer: torch.Tensor, rank: int, world_size: int) -> torch.
     return buffer
 
 
-def _all_agree(ok: bool) -> bool:
-    """True on every worker exactly when every worker passed True."""
-    flag = torch.tensor([0 if ok else 1], dtype=torch.int32)
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-    return int(flag.item()) == 0
-
-
-def host_sum_for_group(size: int, dtype: torch.dtype, rank: int, world_size: int,
-                       timeout_s: float) -> Optional[HostSum]:
-    """A shared-memory sum of ``size`` elements when every worker of the gloo group runs on this
-    host and ``/dev/shm`` has room, else None (the same answer on every worker). A collective:
-    every worker calls it."""
-    try:
-        numpy_dtype = torch.empty(0, dtype=dtype).numpy().dtype
-    except TypeError:   # bfloat16 and other dtypes NumPy lacks: the same on every worker
-        return None
-    directory = shared_memory_directory(slots_nbytes(world_size, size, numpy_dtype))
-    facts: list[Optional[tuple[str, Optional[str], str]]] = [None] * world_size
-    dist.all_gather_object(facts, (host_key(), directory, uuid.uuid4().hex[:12]))
-    if directory is None or len({(host, place) for host, place, _ in facts}) != 1:
-        return None
-    return open_host_sum(directory, facts[0][2], rank, world_size, size, numpy_dtype, timeout_s, _all_agree)
+def sum_floats_over_workers(values: np.ndarray, rank: int, world_size: int) -> np.ndarray:
+    """``values`` (float64) summed element-wise over the process group."""
+    return sum_over_workers(torch.from_numpy(np.asarray(values, dtype=np.float64)), rank, world_size).numpy()
 
 
 class NoExchange:
@@ -123,15 +104,18 @@ class FlatExchange:
 
 
 def gradient_exchange(parameters: Sequence[torch.nn.Parameter], rank: int, world_size: int, summed_loss: bool,
-                      timeout_s: float, shared_memory: bool = True) -> "NoExchange | FlatExchange":
+                      open_host_sum: Callable[[int, np.dtype], Optional[HostSum]]) -> "NoExchange | FlatExchange":
     """The exchange for this group (a collective: every worker calls it once the gloo group is up):
-    none for one worker, else one flat buffer per step summed through shared memory when every
-    worker is on this host (and ``shared_memory``), over gloo otherwise."""
+    none for one worker, else one flat buffer per step summed through shared memory when
+    ``open_host_sum(size, dtype)`` gives a sum (every worker on this host), over gloo otherwise."""
     trainable = [p for p in parameters if p.requires_grad]
     if world_size == 1 or not trainable:
         return NoExchange()
     size = sum(p.numel() for p in trainable) + 1   # the gradients and the row count
-    host_sum = host_sum_for_group(size, trainable[0].dtype, rank, world_size, timeout_s) if shared_memory else None
+    try:
+        host_sum = open_host_sum(size, torch.empty(0, dtype=trainable[0].dtype).numpy().dtype)
+    except TypeError:   # bfloat16 and other dtypes NumPy lacks: the same on every worker
+        host_sum = None
     if host_sum is None:
         return FlatExchange(trainable, lambda flat: sum_over_workers(flat, rank, world_size), summed_loss)
     return FlatExchange(trainable, lambda flat: torch.from_numpy(host_sum.sum(flat.numpy())), summed_loss, host_sum)

@@ -18,7 +18,7 @@ from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base import steps
 from zoo_lite.learn.pytorch.specs import TargetRule, class_indices
 
-__all__ = ["Batch", "ArrayFeed", "DatasetFeed", "tensor_from_array"]
+__all__ = ["Batch", "ArrayFeed", "DatasetFeed", "tensor_from_array", "held_target"]
 
 Batch = tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor], int]
 
@@ -44,19 +44,26 @@ def tensor_from_array(array: np.ndarray, float_dtype: Optional[torch.dtype]) -> 
 
 def _row_taker(positions: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
     """A function taking the rows at ``positions`` (non-empty) from a tensor."""
-    start, stop = int(positions[0]), int(positions[-1]) + 1
-    if stop - start == len(positions) and (np.diff(positions) == 1).all():
-        return lambda tensor: tensor[start:stop]   # a contiguous run: a view, no copy
+    run = steps.contiguous_run(positions)
+    if run is not None:
+        return lambda tensor: tensor[run]   # a view, no copy
     index = torch.from_numpy(positions)
     # index_select gathers rows about 4x faster than advanced indexing (x[index]) on CPU
     return lambda tensor: tensor.index_select(0, index)
 
 
-def _held_target(array: np.ndarray, float_dtype: torch.dtype, rule: TargetRule) -> torch.Tensor:
-    """The target of the rows a worker holds. Float labels that can only be class indices for the
-    loss (see :class:`~zoo_lite.learn.pytorch.specs.TargetRule`) become int64 here, once, checked on
-    their original values; the rest as :func:`tensor_from_array` gives them (the per-step rule
-    then decides, by the output's shape)."""
+def held_target(array: np.ndarray, label_rule: tuple[torch.dtype, TargetRule]) -> torch.Tensor:
+    """The target of the rows a worker holds, for ``label_rule`` = (the model's float dtype, the
+    loss's :class:`~zoo_lite.learn.pytorch.specs.TargetRule`): float labels that can only be class
+    indices for the loss become int64 here, once, checked on their original values; the rest as
+    :func:`tensor_from_array` gives them (the per-step rule then decides, by the output's shape).
+
+    Examples
+    --------
+    >>> held_target(np.array([1.0, 0.0]), (torch.float32, TargetRule.of(torch.nn.CrossEntropyLoss())))
+    tensor([1, 0])
+    """
+    float_dtype, rule = label_rule
     array = np.asarray(array)
     if np.issubdtype(array.dtype, np.floating) and rule.indices_for_any_output(array.ndim):
         return class_indices(tensor_from_array(array, None), rule.class_loss)
@@ -64,28 +71,21 @@ def _held_target(array: np.ndarray, float_dtype: torch.dtype, rule: TargetRule) 
 
 
 class ArrayFeed(steps.HeldRows):
-    """Rows this worker holds, as tensors (see :class:`zoo_lite.learn.base.steps.HeldRows`)."""
+    """Rows this worker holds, as tensors (see :class:`zoo_lite.learn.base.steps.HeldRows`); the
+    target comes cast already (:func:`held_target`)."""
 
     def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
-                 world_size: int, float_dtype: torch.dtype, target_rule: TargetRule = TargetRule()) -> None:
+                 world_size: int, float_dtype: torch.dtype) -> None:
         super().__init__(partition_rows, held, world_size)
         self.inputs = tuple(tensor_from_array(x, float_dtype) for x in arrays["x"])
-        self.target = _held_target(arrays["y"], float_dtype, target_rule) if "y" in arrays else None
+        self.target = arrays.get("y")
 
-    def _take(self, positions: np.ndarray) -> Batch:
+    def batch(self, positions: np.ndarray, global_rows: int) -> Batch:
         if not len(positions):
             return (), None, 0
         rows = _row_taker(positions)
         target = rows(self.target) if self.target is not None else None
         return tuple(rows(x) for x in self.inputs), target, len(positions)
-
-    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
-        for positions in self.train_positions(batch_size, shuffle, seed, epoch):
-            yield self._take(positions)
-
-    def eval_batches(self, batch_size: int) -> Iterator[Batch]:
-        for positions in self.eval_positions(batch_size):
-            yield self._take(positions)
 
 
 def _split_batch(batch: Any) -> tuple[tuple[torch.Tensor, ...], Optional[torch.Tensor]]:
@@ -121,10 +121,11 @@ class DatasetFeed:
         inputs, target = _split_batch(self.collate_fn([self.dataset[int(i)] for i in indices]))
         return inputs, target, len(indices)
 
-    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int) -> Iterator[Batch]:
+    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
+                      max_steps: Optional[int] = None) -> Iterator[Batch]:
         order = steps.shared_dataset_batches(self.total_rows, batch_size, self.world_size, self.rank,
                                              shuffle and self.shuffle, seed, epoch)
-        for indices in order:
+        for indices in order[:max_steps]:
             yield self._collate(indices)
 
     def eval_batches(self, batch_size: int) -> Iterator[Batch]:

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.learn.base.predict import PredictRecipe
+from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
 from zoo_lite.learn.pytorch.feeds import tensor_from_array
 from zoo_lite.learn.pytorch.specs import model_dtype
 from zoo_lite.user_code import user_code_by_value
@@ -17,30 +17,25 @@ from zoo_lite.user_code import user_code_by_value
 __all__ = ["TORCH_PREDICT", "predict_arrays", "model_bytes"]
 
 
-def _task_threads() -> None:
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    cpus = int(context.cpus()) if context is not None else 1
+def _set_threads(cpus: int) -> None:
     if torch.get_num_threads() != cpus:
         torch.set_num_threads(cpus)
 
 
 def predict_arrays(model: nn.Module, inputs: tuple[np.ndarray, ...], batch_size: int) -> list[np.ndarray]:
     """Run ``model`` over the input arrays in batches; its one output, one row per input row."""
+    return predict_in_batches(_predict_batch, model, inputs, batch_size)
+
+
+def _predict_batch(model: nn.Module, batch: list[np.ndarray]) -> list[np.ndarray]:
     dtype = model_dtype(model)
-    tensors = tuple(tensor_from_array(x, dtype) for x in inputs)
-    rows = len(tensors[0])
-    outputs = []
     with torch.no_grad():
-        for start in range(0, rows, batch_size):
-            output = model(*(t[start:start + batch_size] for t in tensors))
-            if not isinstance(output, torch.Tensor):
-                raise InvalidArgumentError(
-                    f"predict: the model returned a {type(output).__name__}; predict supports models that return one tensor"
-                )
-            outputs.append(output.numpy())
-    return [np.concatenate(outputs) if outputs else np.zeros((0,), dtype=np.float32)]
+        output = model(*(tensor_from_array(x, dtype) for x in batch))
+    if not isinstance(output, torch.Tensor):
+        raise InvalidArgumentError(
+            f"predict: the model returned a {type(output).__name__}; predict supports models that return one tensor"
+        )
+    return [output.numpy()]
 
 
 def model_bytes(model: nn.Module) -> bytes:
@@ -59,4 +54,4 @@ def _model_from_bytes(payload: bytes) -> nn.Module:
     return model
 
 
-TORCH_PREDICT = PredictRecipe(load=_model_from_bytes, run=predict_arrays, prepare_task=_task_threads)
+TORCH_PREDICT = PredictRecipe(load=_model_from_bytes, run=predict_arrays, set_threads=_set_threads)

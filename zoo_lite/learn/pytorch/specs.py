@@ -13,6 +13,7 @@ from torch import nn
 
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.creators import positional_arity
+from zoo_lite.learn.base.framework import WorkerConfig
 
 __all__ = ["TorchSpec", "TargetRule", "build_model", "class_indices", "model_dtype"]
 
@@ -220,18 +221,17 @@ class TorchSpec:
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     sync_stats: bool = True
+    worker_config: WorkerConfig = WorkerConfig()
 
     @staticmethod
     def from_user(model: Any, optimizer: Any, loss: Any, metrics: Any, scheduler_creator: Any,
-                  config: Optional[dict[str, Any]], seed: int, sync_stats: bool) -> "TorchSpec":
+                  config: dict[str, Any], seed: int, sync_stats: bool, worker_config: WorkerConfig) -> "TorchSpec":
         if not (isinstance(model, nn.Module) or callable(model)):
             raise InvalidArgumentError(f"model={model!r} must be a torch.nn.Module or a creator config -> nn.Module")
-        if config is not None and not isinstance(config, dict):
-            raise InvalidArgumentError(f"config={config!r} must be a dict")
         if scheduler_creator is not None and not callable(scheduler_creator):
             raise InvalidArgumentError(f"scheduler_creator={scheduler_creator!r} must be a callable (optimizer, config) -> scheduler")
         return TorchSpec(model, _optimizer_creator(optimizer), _loss_creator(loss), _metrics_dict(metrics),
-                         scheduler_creator, dict(config or {}), seed, sync_stats)
+                         scheduler_creator, config, seed, sync_stats, worker_config)
 
     def build_optimizer(self, model: nn.Module) -> Optional[torch.optim.Optimizer]:
         if self.optimizer_creator is None:

@@ -25,7 +25,7 @@ from zoo_lite.learn.base.creators import call_data_creator, creator_takes_batch_
 if TYPE_CHECKING:
     import tensorflow as tf
 
-__all__ = ["DatasetGraph", "is_dataset_input", "dataset_graph", "global_batch_size", "worker_dataset", "count_rows"]
+__all__ = ["DatasetGraph", "is_input", "shippable", "is_dataset_input", "dataset_graph", "global_batch_size", "worker_dataset", "count_rows"]
 
 #: ops that run Python, by what the user wrote
 _PYTHON_OPS = {"GeneratorDataset": "Dataset.from_generator", "EagerPyFunc": "tf.py_function",
@@ -39,6 +39,17 @@ def is_dataset_input(data: Any) -> bool:
     from zoo_lite.learn.base.data_inputs import is_rows_input
 
     return _is_tf_dataset(data) or (callable(data) and not is_rows_input(data))
+
+
+def is_input(data: Any) -> bool:
+    """True for what the Keras Estimator takes as its own input: a tf.data pipeline (object,
+    creator, or its shipped graph)."""
+    return isinstance(data, DatasetGraph) or is_dataset_input(data)
+
+
+def shippable(data: Any) -> Any:
+    """A tf.data.Dataset object as the graph the workers rebuild it from; a creator as it is."""
+    return dataset_graph(data) if is_dataset_input(data) and not callable(data) else data
 
 
 def _is_tf_dataset(data: Any) -> bool:

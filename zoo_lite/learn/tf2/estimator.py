@@ -1,36 +1,45 @@
 """``Estimator.from_keras``: data-parallel training of a Keras 3 model on the Ray-on-Spark workers.
 
-The driver keeps a compiled copy of the model (for ``get_model``, ``save`` and ``predict``) and
-the epoch counter; the worker group trains copies of it with the loop of
-:mod:`zoo_lite.learn.tf2.runner`, which end every step identical, and rank 0's model comes back at
-the end of each ``fit``. Worker start-up, data inputs and failure handling are the shared ones of
-:mod:`zoo_lite.learn.base.estimator`.
+Orca's signatures over :class:`~zoo_lite.learn.base.estimator.GroupEstimator`, which does the work;
+:data:`KERAS` is what it needs of Keras. The workers train with the loop of
+:mod:`zoo_lite.learn.tf2.runner`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from zoo_lite.errors import InvalidArgumentError, check_positive_int, kind_of
-from zoo_lite.learn.base import checkpoints, steps
-from zoo_lite.learn.base.data_inputs import is_spark_df, normalize_cols
-from zoo_lite.learn.base.estimator import EVALUATION, TRAIN, VALIDATION, Cols, GroupEstimator
-from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
-from zoo_lite.learn.base.progress import ProgressReporter, learn_logger
-from zoo_lite.learn.base.worker_group import WorkerInfo
+from zoo_lite.data import Columns
+from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
+from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
+from zoo_lite.learn.base.progress import learn_logger
 from zoo_lite.learn.tf2 import datasets
 from zoo_lite.learn.tf2.callbacks import check_callbacks
+from zoo_lite.learn.tf2.feeds import as_model_dtype
 from zoo_lite.learn.tf2.predict import KERAS_PREDICT
 from zoo_lite.learn.tf2.runner import KerasRunner
-from zoo_lite.learn.tf2.specs import (KerasSpec, check_compiled, load_state_into, model_from_bytes, model_to_bytes,
-                                      state_from_bytes, state_to_bytes)
+from zoo_lite.learn.tf2.specs import (KerasSpec, check_compiled, decode_state_into, encode_state, model_from_bytes,
+                                      model_to_bytes)
 
-__all__ = ["Estimator", "KerasEstimator"]
+__all__ = ["Estimator", "KerasEstimator", "KERAS"]
+
+KERAS = Framework(
+    name="Keras",
+    inputs="a tf.data.Dataset, or a creator (config, batch_size) -> tf.data.Dataset",
+    runner_factory=KerasRunner,
+    state=StateCodec(encode=encode_state, decode_into=decode_state_into),
+    predict=KERAS_PREDICT,
+    model_payload=model_to_bytes,
+    is_input=datasets.is_input,
+    batch_size=datasets.global_batch_size,
+    cast_labels=as_model_dtype,
+    prepare_input=datasets.shippable,
+)
 
 
 def _unsupported(argument: str, value: Any, default: Any, advice: str) -> None:
@@ -44,51 +53,12 @@ class KerasEstimator(GroupEstimator):
     Built by :meth:`Estimator.from_keras`; see there for the arguments.
     """
 
-    framework_inputs = "a tf.data.Dataset, or a creator (config, batch_size) -> tf.data.Dataset"
-
     def __init__(self, spec: KerasSpec, model: Any, workers_per_node: int, model_dir: Optional[str],
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
-        super().__init__(workers_per_node, start_timeout_s, max_failures)
-        self.spec = spec
-        self.model_dir = model_dir
-        self.logger = learn_logger(log_level)
-        self._model = model
         # built now, so that the driver's and the workers' states always hold the same optimizer variables
         model.optimizer.build(model.trainable_variables)
-        self._epoch = 0
-
-    # -- GroupEstimator hooks ---------------------------------------------------------------------------
-
-    def _runner_factory(self) -> Callable[[WorkerInfo], Any]:
-        return functools.partial(KerasRunner, self.spec)
-
-    def _driver_state_bytes(self) -> bytes:
-        return state_to_bytes(self._model, self._epoch)
-
-    def _is_framework_input(self, data: Any) -> bool:
-        return isinstance(data, datasets.DatasetGraph) or datasets.is_dataset_input(data)
-
-    def _framework_batch_size(self, data: Any, batch_size: int) -> int:
-        return datasets.global_batch_size(data, self.spec.config, batch_size)
-
-    def _pull_state(self) -> None:
-        keras_bytes, self._epoch = state_from_bytes(self._call_rank0("get_state"))
-        load_state_into(self._model, keras_bytes)
-
-    def _trained_epochs(self) -> int:
-        return self._epoch
-
-    def _fit_extras(self) -> Any:
-        return self._call_rank0("callback_states")
-
-    def _put(self, key: str, data: Any, feature_cols: Cols, label_cols: Cols, batch_size: int,
-             need_labels: bool = True) -> tuple[int, int]:
-        """:meth:`_load`, with a tf.data.Dataset object turned into its graph first."""
-        if datasets.is_dataset_input(data) and not callable(data):
-            data = datasets.dataset_graph(data)
-        return self._load(key, data, feature_cols, label_cols, batch_size, need_labels)
-
-    # -- the user's API ---------------------------------------------------------------------------------
+        super().__init__(KERAS, spec, model, {"epoch": 0}, workers_per_node, start_timeout_s, max_failures, model_dir,
+                         learn_logger(log_level))
 
     def fit(self, data: Any, epochs: int = 1, batch_size: int = 32, verbose: int = 1, callbacks: Optional[Sequence[Any]] = None,
             validation_data: Any = None, class_weight: Optional[dict[int, float]] = None, initial_epoch: int = 0,
@@ -115,14 +85,45 @@ class KerasEstimator(GroupEstimator):
             Same kinds as ``data``; evaluated every ``validation_freq`` epochs.
         class_weight : dict, optional
             ``{class index: weight}`` applied to each row's loss.
+        initial_epoch : int, default 0
+            The first epoch to train, as Keras counts them.
         steps_per_epoch, validation_steps : int, optional
             At most this many steps; by default one pass over the data.
+        validation_freq : int, default 1
+        data_config
+            Orca's argument; only None is supported.
+        feature_cols, label_cols : str or list of str, optional
+            The columns (or dict-shard keys) of the model's inputs and of the label.
 
         Returns
         -------
         dict
             Keras' History form: ``loss``, each metric, ``val_*`` with validation data, one value
             per epoch.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument or input (named in the message).
+        WorkerError
+            A worker failed (its traceback is in the message), or more than ``max_failures``
+            workers were lost.
+
+        Examples
+        --------
+        >>> import numpy as np, keras
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.tf2 import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> x = np.arange(8, dtype="float32").reshape(4, 2)
+        >>> shards = XShards.partition({"x": x, "y": x.sum(axis=1)}, num_shards=2)
+        >>> model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> est = Estimator.from_keras(model=model, seed=0)
+        >>> sorted(est.fit(shards, epochs=2, batch_size=2, verbose=0))
+        ['loss']
+        >>> est.shutdown()
         """
         epochs = check_positive_int(epochs, "epochs")
         batch_size = check_positive_int(batch_size, "batch_size")
@@ -141,69 +142,61 @@ class KerasEstimator(GroupEstimator):
 
         user_callbacks = check_callbacks(callbacks)
         histories = [c for c in user_callbacks if type(c) is keras.callbacks.History]
-        worker_callbacks = [c for c in user_callbacks if type(c) is not keras.callbacks.History]
-        def load() -> tuple[int, int]:
-            return self._load_for_fit(data, validation_data, feature_cols, label_cols, batch_size)
-
-        train_rows, batch_size = load()
-        steps_each = min(steps.steps_per_epoch(train_rows, batch_size), steps_per_epoch or np.iinfo(np.int64).max)
-        reporter = ProgressReporter(verbose == 1, steps_each * (epochs - initial_epoch),
-                                    lambda: self._group.progress() if self._group else {}, self.logger, quiet=verbose == 0)
+        request = FitRequest(data, validation_data, Columns.of(feature_cols, label_cols), batch_size,
+                             range(initial_epoch, epochs), [c for c in user_callbacks if type(c) is not keras.callbacks.History],
+                             validation_freq, steps_per_epoch, validation_steps, {"class_weight": class_weight}, verbose)
         for history in histories:
             history.set_model(self._model)
             history.on_train_begin()
         results: dict[str, list[Any]] = {}
-        logs: dict[str, Any] = {}
-        epochs_done = 0
 
-        def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
-            self._call("begin_fit", worker_callbacks, epochs, steps_each, self.model_dir, resumed_states)
+        def on_epoch(epoch: int, logs: dict[str, Any]) -> None:
+            metrics = {name: value for name, value in logs.items() if name != "epoch_time_s"}
+            for name, value in metrics.items():
+                results.setdefault(name, []).append(value)
+            for history in histories:
+                history.on_epoch_end(epoch, dict(metrics))
 
-        def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
-            load()
-            reporter.resume_at(steps_each * epochs_done)
-            begin(self._kept_fit_extras)   # the callbacks' state after the last completed epoch
-
-        recovery = self._fit_recovery(restart)
-        try:
-            self._with_recovery(begin, recovery, "begin_fit")
-            for epoch in range(initial_epoch, epochs):
-                validate = validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0
-                logs = self._with_recovery(
-                    lambda: self._call("train_epoch", TRAIN, batch_size, VALIDATION if validate else None, epoch,
-                                       class_weight, steps_per_epoch, validation_steps, on_poll=reporter.poll)[0],
-                    recovery, f"epoch {epoch + 1}")
-                self._keep_epoch_state()
-                epochs_done += 1
-                stop = logs.pop("stop_training")
-                epoch_time_s = logs.pop("epoch_time_s")
-                reporter.epoch_done({"epoch": epoch + 1, **logs, "epoch_time_s": epoch_time_s},
-                                    steps_each * (epoch + 1 - initial_epoch))
-                for name, value in logs.items():
-                    results.setdefault(name, []).append(value)
-                for history in histories:
-                    history.on_epoch_end(epoch, dict(logs))
-                if stop:
-                    break
-            self._with_recovery(lambda: self._call("end_fit", logs), recovery, "end_fit")
-        finally:
-            reporter.close()
-        self._pull_state()
+        self._fit(request, on_epoch)
         return results
 
     def evaluate(self, data: Any, batch_size: int = 32, num_steps: Optional[int] = None, verbose: int = 1,
                  sample_weight: Any = None, callbacks: Optional[Sequence[Any]] = None, data_config: Optional[dict[str, Any]] = None,
                  feature_cols: Cols = None, label_cols: Cols = None) -> dict[str, float]:
         """Loss and compiled metrics over ``data`` (same kinds as :meth:`fit`), aggregated exactly
-        over the workers, named as Keras' ``evaluate(return_dict=True)`` names them."""
-        batch_size = check_positive_int(batch_size, "batch_size")
+        over the workers, named as Keras' ``evaluate(return_dict=True)`` names them.
+
+        Returns
+        -------
+        dict
+            ``loss`` and each compiled metric.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument or input; ``sample_weight``, ``callbacks`` and ``data_config`` are not supported.
+
+        Examples
+        --------
+        >>> import numpy as np, keras
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.tf2 import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition({"x": np.ones((4, 2), "float32"), "y": np.zeros(4, "float32")}, num_shards=2)
+        >>> model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> est = Estimator.from_keras(model=model)
+        >>> est.evaluate(shards, batch_size=2, verbose=0)
+        {'loss': 0.0}
+        >>> est.shutdown()
+        """
         if num_steps is not None:
             check_positive_int(num_steps, "num_steps")
         _unsupported("sample_weight", sample_weight, None, "weigh classes with fit's class_weight")
         _unsupported("callbacks", callbacks, None, "evaluate runs no callbacks; pass them to fit")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
-        _, batch_size = self._put(EVALUATION, data, feature_cols, label_cols, batch_size)
-        return self._call("validate", EVALUATION, batch_size, num_steps)[0]
+        return self._evaluate(data, Columns.of(feature_cols, label_cols), batch_size, num_steps)
 
     def predict(self, data: Any, batch_size: int = 32, verbose: int = 1, steps: Optional[int] = None,
                 callbacks: Optional[Sequence[Any]] = None, data_config: Optional[dict[str, Any]] = None,
@@ -215,27 +208,35 @@ class KerasEstimator(GroupEstimator):
         array<float> for a wider output; ``output_cols`` names one column per model output), an
         XShards with ``"prediction"`` in each dict shard or a ``prediction`` column in each pandas
         shard. Runs in the Spark tasks that hold the data (see :mod:`zoo_lite.learn.base.predict`).
-        """
-        from zoo_lite.data.shard import SparkXShards
 
-        batch_size = check_positive_int(batch_size, "batch_size")
+        Returns
+        -------
+        SparkXShards or pyspark.sql.DataFrame
+            The input's kind, with the predictions added.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``data`` is neither an XShards nor a Spark DataFrame, a DataFrame comes without
+            ``feature_cols``, or ``output_cols`` does not name one column per output.
+
+        Examples
+        --------
+        >>> import numpy as np, keras
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.learn.tf2 import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> shards = XShards.partition({"x": np.ones((4, 2), "float32")}, num_shards=2)
+        >>> [shard["prediction"].shape for shard in Estimator.from_keras(model=model).predict(shards).collect()]
+        [(2,), (2,)]
+        """
         _unsupported("steps", steps, None, "predict covers all rows")
         _unsupported("callbacks", callbacks, None, "predict runs no callbacks")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
-        features = normalize_cols(feature_cols, "feature_cols")
-        if is_spark_df(data):
-            if features is None:
-                raise InvalidArgumentError("predict: data is a Spark DataFrame; pass feature_cols=[...]")
-            return predict_spark_df(data, self._model, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
-        if isinstance(data, SparkXShards):
-            return predict_xshards(data, model_to_bytes(self._model), KERAS_PREDICT, features, batch_size, output_cols)
-        raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
-
-    def get_model(self) -> Any:
-        """The trained, compiled ``keras.Model`` on the driver."""
-        return self._model
-
-    # -- persistence ----------------------------------------------------------------------------------
+        return self._predict(data, feature_cols, batch_size, output_cols)
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True, save_format: Optional[str] = None) -> str:
         """Save the model in Keras' ``.keras`` format (architecture, compile config, weights, optimizer)."""
@@ -272,23 +273,6 @@ class KerasEstimator(GroupEstimator):
             raise InvalidArgumentError(f"load_weights: no weights file at filepath={filepath!r}") from error
         self._workers_have_driver_state = False
 
-    def save_checkpoint(self, path: str) -> str:
-        """Model, optimizer state and epoch counter in one file, to resume training from."""
-        with open(path, "wb") as file:
-            file.write(state_to_bytes(self._model, self._epoch))
-        return path
-
-    def load_checkpoint(self, path: str) -> None:
-        """Resume from :meth:`save_checkpoint`'s file (or one that ``model_dir`` made)."""
-        try:
-            with open(path, "rb") as file:
-                keras_bytes, epoch = state_from_bytes(file.read())
-        except FileNotFoundError as error:
-            raise InvalidArgumentError(f"load_checkpoint: no checkpoint at path={path!r}") from error
-        load_state_into(self._model, keras_bytes)
-        self._epoch = epoch
-        self._workers_have_driver_state = False
-
 
 def _check_class_weight(class_weight: Any) -> None:
     if class_weight is None:
@@ -298,7 +282,7 @@ def _check_class_weight(class_weight: Any) -> None:
         raise InvalidArgumentError(f"class_weight={class_weight!r} must be a non-empty dict {{class index: weight}}")
 
 
-class Estimator:
+class Estimator(EstimatorEntry):
     """Orca's entry point: ``Estimator.from_keras(...)`` (import from ``zoo_lite.learn.tf2``)."""
 
     @staticmethod
@@ -306,7 +290,8 @@ class Estimator:
                    config: Optional[dict[str, Any]] = None, compile_args_creator: Optional[Callable[[dict], dict]] = None,
                    workers_per_node: int = 1, backend: str = "ray", model_dir: Optional[str] = None,
                    seed: Optional[int] = None, keras_model: Any = None, verbose: bool = False, cpu_binding: bool = False,
-                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3) -> KerasEstimator:
+                   log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3,
+                   worker_config: Optional[WorkerConfig] = None) -> KerasEstimator:
         """A Keras Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
 
         Parameters
@@ -318,8 +303,7 @@ class Estimator:
             ``config -> compiled keras.Model``, Orca's form; run on every worker. Give either
             ``model`` or ``model_creator``.
         config : dict, optional
-            Passed to the creators. zoo_lite reads ``collective_timeout_s`` (1800), the bound on
-            one collective step.
+            Passed to the creators; the user's own.
         compile_args_creator : callable, optional
             ``config -> dict`` of ``model.compile`` arguments, applied to the model after it is built.
         workers_per_node : int, default 1
@@ -334,11 +318,24 @@ class Estimator:
             the model, optimizer, epoch and the callbacks' state after every epoch, and the fit
             resumes from the last completed epoch on a new group on the nodes alive. Past this
             many, the last ``WorkerError`` is raised with every attempt's cause. 0 turns recovery off.
+        worker_config : WorkerConfig, optional
+            zoo_lite's own worker settings (collective timeout, shared-memory exchange, gradient
+            slices). The keys ``collective_timeout_s``, ``shared_memory_exchange`` and
+            ``gradient_chunk_rows`` of ``config`` still work, with a ``DeprecationWarning``.
+
+        Returns
+        -------
+        KerasEstimator
+
+        Raises
+        ------
+        InvalidArgumentError
+            A bad argument, named in the message (e.g. a model Keras cannot rebuild on the workers).
 
         Examples
         --------
         >>> import numpy as np, keras
-        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite import init_orca_context
         >>> from zoo_lite.data import XShards
         >>> from zoo_lite.learn.tf2 import Estimator
         >>> _ = init_orca_context(cores=2)
@@ -350,7 +347,7 @@ class Estimator:
         >>> history = est.fit(shards, epochs=20, batch_size=16, verbose=0)
         >>> history["loss"][-1] < 0.01
         True
-        >>> est.shutdown(); stop_orca_context()
+        >>> est.shutdown()
         """
         if keras_model is not None:
             if model is not None:
@@ -361,27 +358,16 @@ class Estimator:
                 "from_keras needs exactly one of model= (a compiled keras.Model) or model_creator= (config -> compiled "
                 f"keras.Model); got {'both' if model is not None else 'neither'}"
             )
-        if backend not in ("ray", "spark"):
-            raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
-        workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
-        if config is not None and not isinstance(config, dict):
-            raise InvalidArgumentError(f"config={config!r} must be a dict")
+        workers_per_node, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed)
         for name, creator in (("model_creator", model_creator), ("compile_args_creator", compile_args_creator)):
             if creator is not None and not callable(creator):
                 raise InvalidArgumentError(f"{name}={creator!r} must be a callable taking config")
-        if seed is None:
-            seed = int(np.random.SeedSequence().entropy % (2**31))
-        spec = KerasSpec(None, model_creator, compile_args_creator, dict(config or {}), int(seed))
+        spec = KerasSpec(None, model_creator, compile_args_creator, config, seed, WorkerConfig.resolve(worker_config, config))
         if model is not None:
             spec, model = _spec_of_model(spec, model)
         else:
             model = spec.build_model()   # the driver's copy, for get_model, save and predict
         return KerasEstimator(spec, model, workers_per_node, model_dir, log_level, start_timeout_s, max_failures)
-
-    @staticmethod
-    def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
-        """The newest ``epoch=<n>.ckpt`` in ``checkpoint_dir`` (None if there is none)."""
-        return checkpoints.latest_checkpoint(checkpoint_dir)
 
 
 def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from zoo_lite.learn.base import steps
 
-__all__ = ["KerasBatch", "HeldRowsFeed", "DatasetFeed", "model_inputs"]
+__all__ = ["KerasBatch", "HeldRowsFeed", "DatasetFeed", "model_inputs", "as_model_dtype"]
 
 KerasBatch = tuple[Any, Any, int]
 
@@ -24,43 +24,40 @@ def model_inputs(arrays: Sequence[np.ndarray]) -> Any:
     return arrays[0] if len(arrays) == 1 else list(arrays)
 
 
-def _as_model_dtype(array: np.ndarray, float_dtype: str) -> np.ndarray:
-    """Floating columns take the model's float dtype (Spark's doubles become float32)."""
+def as_model_dtype(array: np.ndarray, float_dtype: str) -> np.ndarray:
+    """Floating columns take the model's float dtype (Spark's doubles become float32); how labels
+    are cast for a Keras loss.
+
+    Examples
+    --------
+    >>> as_model_dtype(np.array([1.0, 2.0]), "float32").dtype, as_model_dtype(np.array([1, 2]), "float32").dtype
+    (dtype('float32'), dtype('int64'))
+    """
     return array.astype(float_dtype, copy=False) if np.issubdtype(array.dtype, np.floating) else array
 
 
 def _take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    if len(positions) and positions[-1] - positions[0] + 1 == len(positions) and (np.diff(positions) == 1).all():
-        return array[positions[0]:positions[-1] + 1]   # a contiguous run: a view, no copy
-    return np.take(array, positions, axis=0)
+    run = steps.contiguous_run(positions)
+    return array[run] if run is not None else np.take(array, positions, axis=0)   # a run: a view, no copy
 
 
 class HeldRowsFeed(steps.HeldRows):
     """Rows this worker holds (from an XShards or a Spark DataFrame), as NumPy arrays (see
-    :class:`zoo_lite.learn.base.steps.HeldRows`)."""
+    :class:`zoo_lite.learn.base.steps.HeldRows`); the labels come cast already (:func:`as_model_dtype`)."""
 
     def __init__(self, arrays: dict[str, Any], partition_rows: Sequence[int], held: Sequence[tuple[int, int, int]],
                  world_size: int, float_dtype: str) -> None:
         super().__init__(partition_rows, held, world_size)
-        self.features = tuple(_as_model_dtype(np.asarray(x), float_dtype) for x in arrays["x"])
-        self.labels = _as_model_dtype(np.asarray(arrays["y"]), float_dtype) if "y" in arrays else None
+        self.features = tuple(as_model_dtype(np.asarray(x), float_dtype) for x in arrays["x"])
+        self.labels = arrays.get("y")
 
-    def _batch(self, positions: np.ndarray, global_rows: int) -> KerasBatch:
+    def batch(self, positions: np.ndarray, global_rows: int) -> KerasBatch:
         labels = _take(self.labels, positions) if self.labels is not None else None
         return model_inputs([_take(x, positions) for x in self.features]), labels, global_rows
 
-    def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
-                      max_steps: Optional[int]) -> Iterator[KerasBatch]:
-        for step, positions in enumerate(self.train_positions(batch_size, shuffle, seed, epoch)[:max_steps]):
-            yield self._batch(positions, min(batch_size, self.total_rows - step * batch_size))
-
-    def eval_batches(self, batch_size: int) -> Iterator[KerasBatch]:
-        for positions in self.eval_positions(batch_size):
-            yield self._batch(positions, len(positions))
-
     def sample(self) -> KerasBatch:
         """A batch of at most one row, to build metrics and check shapes."""
-        return self._batch(np.arange(min(1, self.local_rows)), 1)
+        return self.batch(np.arange(min(1, self.local_rows)), 1)
 
 
 class DatasetFeed:

@@ -8,7 +8,7 @@ from typing import Any, Collection
 
 import numpy as np
 
-from zoo_lite.learn.base.predict import PredictRecipe
+from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
 __all__ = ["KERAS_PREDICT", "predict_arrays", "autograph_modules", "remove_autograph_files"]
@@ -66,13 +66,10 @@ def remove_autograph_files(keep: Collection[str] = frozenset()) -> list[str]:
     return removed
 
 
-def _task_threads() -> None:
-    """Size TensorFlow's thread pool to the task's CPUs (possible only before TensorFlow starts)."""
+def _set_threads(cpus: int) -> None:
+    """Size TensorFlow's thread pool (possible only before TensorFlow starts)."""
     import tensorflow as tf
-    from pyspark import TaskContext
 
-    context = TaskContext.get()
-    cpus = int(context.cpus()) if context is not None else 1
     try:
         tf.config.threading.set_intra_op_parallelism_threads(cpus)
     except RuntimeError:
@@ -85,28 +82,21 @@ def predict_arrays(model: Any, inputs: tuple[np.ndarray, ...], batch_size: int) 
     (see :func:`remove_autograph_files`)."""
     before = autograph_modules()
     try:
-        return _predict_arrays(model, inputs, batch_size)
+        return predict_in_batches(_predict_batch, model, inputs, batch_size)
     finally:
         remove_autograph_files(keep=before)   # on the driver, the user's own stay
 
 
-def _predict_arrays(model: Any, inputs: tuple[np.ndarray, ...], batch_size: int) -> list[np.ndarray]:
+def _predict_batch(model: Any, batch: list[np.ndarray]) -> list[np.ndarray]:
     dtype = str(model.compute_dtype)
-    cast = [x.astype(dtype, copy=False) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
-    rows = len(cast[0])
-    chunks: list[list[np.ndarray]] = []
-    for start in range(0, rows, batch_size):
-        batch = [x[start:start + batch_size] for x in cast]
-        output = model.predict_on_batch(batch[0] if len(batch) == 1 else batch)
-        outputs = list(output.values()) if isinstance(output, dict) else output if isinstance(output, (list, tuple)) else [output]
-        chunks.append([np.asarray(o) for o in outputs])
-    if not chunks:
-        return [np.zeros((0,), dtype=np.float32)]
-    return [np.concatenate([chunk[i] for chunk in chunks]) for i in range(len(chunks[0]))]
+    cast = [x.astype(dtype, copy=False) if np.issubdtype(x.dtype, np.floating) else x for x in batch]
+    output = model.predict_on_batch(cast[0] if len(cast) == 1 else cast)
+    outputs = list(output.values()) if isinstance(output, dict) else output if isinstance(output, (list, tuple)) else [output]
+    return [np.asarray(o) for o in outputs]
 
 
 def _model_from_payload(payload: bytes) -> Any:
     return model_from_bytes(payload, compile=False)
 
 
-KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, prepare_task=_task_threads)
+KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads)

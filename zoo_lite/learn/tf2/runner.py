@@ -26,26 +26,22 @@ from __future__ import annotations
 import functools
 import json
 import os
-import secrets
-import time
-import zlib
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.learn.base.checkpoints import checkpoint_path
-from zoo_lite.learn.base.host_exchange import HostSum, host_key, open_host_sum, shared_memory_directory, slots_nbytes
+from zoo_lite.learn.base.callbacks import restore_callback_states
+from zoo_lite.learn.base.framework import Framework
+from zoo_lite.learn.base.host_exchange import HostSum
+from zoo_lite.learn.base.runner import EpochPlan, FitPlan, RunnerBase
 from zoo_lite.learn.base.worker_group import WorkerInfo
-from zoo_lite.learn.tf2.callbacks import callback_states, callbacks_for_rank, restore_callback_states, wants_batch_logs
+from zoo_lite.learn.tf2.callbacks import callbacks_for_rank, wants_batch_logs
 from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
 from zoo_lite.learn.tf2.predict import remove_autograph_files
-from zoo_lite.learn.tf2.specs import KerasSpec, load_state_into, state_from_bytes, state_to_bytes
+from zoo_lite.learn.tf2.specs import KerasSpec
 
 __all__ = ["KerasRunner", "per_row_loss"]
-
-#: seconds between progress snapshots sent to the driver
-_PUBLISH_INTERVAL_S = 0.2
 
 
 def per_row_loss(model: Any) -> tuple[Callable[[Any, Any], Any], bool, str]:
@@ -107,28 +103,23 @@ def _check_label_shape(labels: Any, output: Any, loss_name: str) -> None:
     )
 
 
-class KerasRunner:
-    """One training worker. The Estimator calls its methods through the worker group."""
+class KerasRunner(RunnerBase):
+    """One training worker (see :class:`~zoo_lite.learn.base.runner.Runner`)."""
 
-    def __init__(self, spec: KerasSpec, info: WorkerInfo) -> None:
+    def __init__(self, framework: Framework, spec: KerasSpec, info: WorkerInfo) -> None:
         import tensorflow as tf
 
+        super().__init__(framework, spec, info)
         # thread pools can only be sized before TensorFlow's runtime starts
         tf.config.threading.set_intra_op_parallelism_threads(info.num_threads)
         tf.config.threading.set_inter_op_parallelism_threads(min(2, info.num_threads))
         self.spec = spec
-        self.info = info
-        self.rank = info.rank
-        self.world_size = info.world_size
         self.config = spec.config
         self.strategy: Any = None
         self.model: Any = None
-        self.epoch = 0
-        self.feeds: dict[str, Any] = {}
         self.callbacks: Any = None
-        self.model_dir: Optional[str] = None
-        self.progress: dict[str, Any] = {}
-        self._published_at = 0.0
+        self._class_weight: Optional[dict[int, float]] = None
+        self._current_step: Callable[..., Any] = lambda *batch: None   # the compiled step of the running loop
         self._steps: dict[str, Any] = {}
         self._batch_logs_wanted = False
         self.host_sum: Optional[HostSum] = None
@@ -156,32 +147,19 @@ class KerasRunner:
         self.loss_fn, self.loss_is_sum, self.loss_name = per_row_loss(self.model)
         self.metrics = self.model._compile_metrics   # Keras' own container of the compiled metrics
         self.float_dtype = str(self.model.compute_dtype)
+        self.label_rule = self.float_dtype
         self._totals = tf.Variable(tf.zeros(2, tf.float64), trainable=False)   # (loss sum, rows) of this worker
-        if self.world_size > 1 and bool(self.config.get("shared_memory_exchange", True)):
-            self.host_sum = self._open_host_sum()
+        self.host_sum = self._open_gradient_sum()
 
     @property
     def timeout_s(self) -> float:
-        return float(self.config.get("collective_timeout_s", 1800))
+        return self.spec.worker_config.collective_timeout_s
 
-    def _open_host_sum(self) -> Optional[HostSum]:
-        """A shared-memory sum of the gradient buffer when every worker runs on this host and
-        ``/dev/shm`` has room, else None (the same answer everywhere; a collective)."""
+    def _open_gradient_sum(self) -> Optional[HostSum]:
+        """A shared-memory sum of the gradient buffer when every worker runs on this host (a collective)."""
         variables = self.model.trainable_variables
         dtypes = {np.dtype(v.dtype) for v in variables}
-        if len(dtypes) != 1:
-            return None
-        dtype, size = dtypes.pop(), sum(int(np.prod(v.shape)) for v in variables)
-        directory = shared_memory_directory(slots_nbytes(self.world_size, size, dtype))
-        # equal keys everywhere, tested with sums only: n * sum(k^2) == sum(k)^2 holds exactly when all k are equal
-        key = float(zlib.crc32(f"{host_key()}|{directory}".encode()) % (1 << 20) + 1)
-        token = float(secrets.randbits(40)) if self.rank == 0 else 0.0
-        keys, squares, shared_token, with_room = self._sum(np.array([key, key * key, token, float(directory is not None)]))
-        if with_room < self.world_size or self.world_size * squares != keys * keys:
-            return None
-        all_agree = lambda ok: self._sum(np.array([0.0 if ok else 1.0]))[0] == 0.0  # noqa: E731
-        return open_host_sum(directory, f"{int(shared_token):x}", self.rank, self.world_size, size, dtype,
-                             self.timeout_s, all_agree)
+        return self.open_host_sum(sum(int(np.prod(v.shape)) for v in variables), dtypes.pop()) if len(dtypes) == 1 else None
 
     def exchange_kind(self) -> str:
         """How gradients are summed: "none" (one worker), "shared_memory" (every worker on this
@@ -198,37 +176,26 @@ class KerasRunner:
 
     # -- state ------------------------------------------------------------------------------------
 
-    def get_state(self) -> bytes:
-        return state_to_bytes(self.model, self.epoch)
+    def state_extras(self) -> dict[str, Any]:
+        return {"epoch": self.epoch}
 
-    def set_state(self, blob: bytes) -> None:
-        keras_bytes, self.epoch = state_from_bytes(blob)
-        load_state_into(self.model, keras_bytes)
+    def take_extras(self, extras: dict[str, Any]) -> None:
+        self.epoch = int(extras["epoch"])
 
     # -- data -------------------------------------------------------------------------------------
 
-    @_removes_autograph_files
-    def load_rows(self, key: str, held: list[tuple[Any, int, int, int]], partition_rows: list[int],
-                  one_row: tuple[Any, int, int, int]) -> int:
-        """Take this worker's rows out of Ray's object store: ``(object ref, partition, start, stop)``
-        ranges, where ``partition_rows`` are the row counts of every partition of the data. A
-        worker without rows reads ``one_row`` for the arrays' shapes: it still runs every step."""
-        from zoo_lite.data import convert
-        from zoo_lite.data.ray_xshards import shards_of_ranges
+    def held_feed(self, arrays: dict[str, Any], partition_rows: Sequence[int],
+                  held: Sequence[tuple[int, int, int]]) -> HeldRowsFeed:
+        feed = HeldRowsFeed(arrays, partition_rows, held, self.world_size, self.float_dtype)
+        self._check_feed(feed)
+        return feed
 
-        if held:
-            arrays = convert.concat_model_arrays(shards_of_ranges(held))
-        else:
-            first = convert.concat_model_arrays(shards_of_ranges([one_row]))
-            arrays = {"x": tuple(x[:0] for x in first["x"]), **({"y": first["y"][:0]} if "y" in first else {})}
-        ranges = [(partition, start, stop) for _, partition, start, stop in held]
-        self.feeds[key] = HeldRowsFeed(arrays, partition_rows, ranges, self.world_size, self.float_dtype)
-        self._check_feed(self.feeds[key])
-        return self.feeds[key].local_rows
+    load_rows = _removes_autograph_files(RunnerBase.load_rows)
 
-    @_removes_autograph_files
-    def load_dataset(self, key: str, data: Any, batch_size: int, shuffle: Optional[bool]) -> int:
-        """A tf.data pipeline (a :class:`DatasetGraph` or a creator) every worker builds; returns its rows."""
+    load_dataset = _removes_autograph_files(RunnerBase.load_dataset)
+
+    def dataset_feed(self, data: Any, batch_size: int) -> DatasetFeed:
+        """A tf.data pipeline (a :class:`DatasetGraph` or a creator) every worker builds."""
         from zoo_lite.learn.tf2 import datasets
 
         seed = self.spec.seed
@@ -240,11 +207,10 @@ class KerasRunner:
             build = lambda epoch: shipped.dataset(seed, epoch)  # noqa: E731
         else:   # a creator with Python ops: run it again each epoch, with the same global seed everywhere
             build = lambda epoch: datasets.unbatched(datasets.run_creator(data, self.config, batch_size, seed + epoch))  # noqa: E731
-        rows = datasets.count_rows(build(0))
-        self.feeds[key] = DatasetFeed(build, rows, self.rank, self.world_size)
-        if rows:
-            self._check_feed(self.feeds[key])
-        return rows
+        feed = DatasetFeed(build, datasets.count_rows(build(0)), self.rank, self.world_size)
+        if feed.total_rows:
+            self._check_feed(feed)
+        return feed
 
     def _check_feed(self, feed: Any) -> None:
         """Build the metrics and check the labels' shape on one row (before any collective step)."""
@@ -334,10 +300,10 @@ class KerasRunner:
         once. The gradient is the same sum; slices of 1024 rows keep the activations in the CPU's
         cache: half a batch of 8192 of the benchmark MLP took 10 ms instead of 13.5 ms per step on
         one thread (issue 5). Not for models whose batch statistics depend on the rows seen
-        together (batch normalisation), nor with ``config["gradient_chunk_rows"]=0``."""
+        together (batch normalisation), nor with ``WorkerConfig(gradient_chunk_rows=0)``."""
         import keras
 
-        chunk_rows = int(self.config.get("gradient_chunk_rows", 1024))
+        chunk_rows = self.spec.worker_config.gradient_chunk_rows
         batch_dependent = any(isinstance(layer, keras.layers.BatchNormalization) for layer in self.model._flatten_layers())
         return chunk_rows if chunk_rows > 0 and not batch_dependent else None
 
@@ -381,7 +347,7 @@ class KerasRunner:
             self._steps[key] = make(signature)
         return self._steps[key]
 
-    def _sum(self, values: np.ndarray) -> np.ndarray:
+    def sum_floats(self, values: np.ndarray) -> np.ndarray:
         """Element-wise sum over the workers (a collective: every worker must call it)."""
         if self.world_size == 1:
             return values
@@ -394,7 +360,7 @@ class KerasRunner:
         """Replace each variable by its sum over the workers (divided by ``divide_by``), all in one
         collective; returns the last variable's new values."""
         local = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in variables]
-        summed = self._sum(np.concatenate(local)) / divide_by
+        summed = self.sum_floats(np.concatenate(local)) / divide_by
         offset = 0
         for variable, values in zip(variables, local):
             dtype = getattr(variable.dtype, "as_numpy_dtype", variable.dtype)   # a tf.Variable's DType or Keras' name
@@ -419,22 +385,19 @@ class KerasRunner:
     # -- training ---------------------------------------------------------------------------------
 
     @_removes_autograph_files
-    def begin_fit(self, callbacks: list[Any], epochs: int, steps: int, model_dir: Optional[str],
-                  resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
-        """Start a fit's callbacks; ``resumed_states`` (from :meth:`callback_states`) continues a fit
-        that lost a worker: file-writing loggers append instead of starting their file again."""
+    def begin_fit(self, plan: FitPlan) -> None:
+        """Start a fit's callbacks; ``plan.resumed_states`` (from :meth:`callback_states`) continues
+        a fit that lost a worker: file-writing loggers append instead of starting their file again."""
         import keras
 
-        self.progress = {}
-        self.info.publish_progress({})   # the driver's display must not show the previous fit
-        self._published_at = 0.0
-        self.model_dir = model_dir
+        self.start_fit(plan)
         self.model.stop_training = False
-        self.fit_callbacks = list(callbacks)
-        mine = callbacks_for_rank(callbacks, self.rank)
+        self.fit_callbacks = list(plan.callbacks)
+        mine = callbacks_for_rank(self.fit_callbacks, self.rank)
         self._batch_logs_wanted = wants_batch_logs(mine)
         self.callbacks = keras.callbacks.CallbackList(mine, add_history=False, add_progbar=False, model=self.model,
-                                                      verbose=0, epochs=epochs, steps=steps)
+                                                      verbose=0, epochs=plan.epochs, steps=plan.steps_per_epoch)
+        resumed_states = plan.resumed_states
         if resumed_states is not None:
             for callback in mine:
                 if isinstance(callback, keras.callbacks.CSVLogger):
@@ -446,49 +409,41 @@ class KerasRunner:
                 if isinstance(callback, keras.callbacks.CSVLogger):
                     callback.append_header = False   # the file has it, above the epochs before the loss
 
-    def callback_states(self) -> list[dict[str, Any]]:
-        """The fit's callbacks' state (rank 0 runs them all), for a resumed fit."""
-        return callback_states(self.fit_callbacks)
-
     @_removes_autograph_files
     def end_fit(self, logs: dict[str, Any]) -> None:
         self.callbacks.on_train_end(logs)
         self.callbacks = None
 
-    @_removes_autograph_files
-    def train_epoch(self, key: str, batch_size: int, val_key: Optional[str], epoch_index: int,
-                    class_weight: Optional[dict[int, float]], steps_per_epoch: Optional[int],
-                    validation_steps: Optional[int]) -> dict[str, Any]:
-        """One epoch over the feed ``key`` (and validation on ``val_key``); the logs are equal on all
-        workers, with ``stop_training`` set when a callback asked to stop. ``epoch_index`` is the
-        epoch as Keras callbacks count it; ``self.epoch`` counts every epoch trained (it seeds the
-        shuffle and names checkpoints)."""
-        feed = self.feeds[key]
-        class_weights = _class_weight_table(class_weight)
-        started = time.monotonic()
+    train_epoch = _removes_autograph_files(RunnerBase.train_epoch)
+    validate = _removes_autograph_files(RunnerBase.validate)
+
+    # -- the epoch loop's hooks (see RunnerBase.train_epoch) --------------------------------------
+
+    def epoch_begins(self, plan: EpochPlan) -> None:
+        self._class_weight = plan.options.get("class_weight")
         self._reset_totals()
-        self.callbacks.on_epoch_begin(epoch_index)
-        fit_steps = self.progress.get("fit_step", 0)
-        for batch_index, (features, labels, global_rows) in enumerate(
-                feed.train_batches(batch_size, True, self.spec.seed, self.epoch, steps_per_epoch)):
-            self.callbacks.on_train_batch_begin(batch_index)
-            if batch_index == 0:   # every batch of a feed has the same signature
-                step = self._step(f"train {class_weight!r}", functools.partial(self._train_step, class_weights),
-                                  features, labels, np.int64(global_rows))
-            step(features, labels, np.int64(global_rows))
-            self._after_step(batch_index, fit_steps, started)
+        self.callbacks.on_epoch_begin(plan.epoch_index)
+
+    def train_step(self, index: int, batch: Any, plan: EpochPlan) -> None:
+        features, labels, global_rows = batch
+        self.callbacks.on_train_batch_begin(index)
+        if index == 0:   # every batch of a feed has the same signature
+            train_step = functools.partial(self._train_step, _class_weight_table(self._class_weight))
+            self._current_step = self._step(f"train {self._class_weight!r}", train_step, features, labels, np.int64(global_rows))
+        self._current_step(features, labels, np.int64(global_rows))
+        self.callbacks.on_train_batch_end(index, {"loss": self.running_totals()[0]} if self._batch_logs_wanted else {})
+
+    def running_totals(self) -> tuple[float, float]:
+        loss_sum, rows = self._totals.numpy()
+        return float(loss_sum / max(rows, 1.0)), float(rows)
+
+    def epoch_logs(self) -> dict[str, Any]:
         self._average_model_statistics()
-        logs = self._aggregated_logs()
-        if val_key is not None:
-            self.callbacks.on_test_begin()
-            val_logs = self.validate(val_key, batch_size, validation_steps, prefix="val_")
-            self.callbacks.on_test_end(val_logs)
-            logs.update(val_logs)
-        self.callbacks.on_epoch_end(epoch_index, logs)
-        self.epoch += 1
-        if self.rank == 0 and self.model_dir:
-            self._write_checkpoint(checkpoint_path(self.model_dir, self.epoch))
-        return {**logs, "stop_training": bool(self.model.stop_training), "epoch_time_s": time.monotonic() - started}
+        return self._aggregated_logs()
+
+    def epoch_ends(self, plan: EpochPlan, logs: dict[str, Any], elapsed_s: float) -> bool:
+        self.callbacks.on_epoch_end(plan.epoch_index, logs)
+        return bool(self.model.stop_training)
 
     def _average_model_statistics(self) -> None:
         """Average the model's floating non-trainable variables (BatchNormalization's moving mean
@@ -502,44 +457,26 @@ class KerasRunner:
         if statistics:
             self._sum_variables(statistics, divide_by=self.world_size)
 
-    def _after_step(self, batch_index: int, fit_steps: int, started: float) -> None:
-        now = time.monotonic()
-        publish = self.rank == 0 and now - self._published_at >= _PUBLISH_INTERVAL_S
-        batch_logs: dict[str, Any] = {}
-        if publish or self._batch_logs_wanted:
-            loss_sum, rows = self._totals.numpy()
-            batch_logs = {"loss": float(loss_sum / max(rows, 1.0))}
-            if publish:
-                self._published_at = now
-                self.progress = {"step": fit_steps + batch_index + 1, "fit_step": fit_steps + batch_index + 1,
-                                 "loss": batch_logs["loss"], "samples_per_s": rows * self.world_size / max(now - started, 1e-9)}
-                self.info.publish_progress(dict(self.progress))
-        self.progress["fit_step"] = fit_steps + batch_index + 1
-        self.callbacks.on_train_batch_end(batch_index, batch_logs)
+    # -- the validation loop's hooks --------------------------------------------------------------
 
-    def _write_checkpoint(self, path: str) -> None:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path + ".tmp", "wb") as file:
-            file.write(self.get_state())
-        os.replace(path + ".tmp", path)   # a reader never sees a half-written checkpoint
-
-    # -- evaluation -------------------------------------------------------------------------------
-
-    @_removes_autograph_files
-    def validate(self, key: str, batch_size: int, max_steps: Optional[int] = None, prefix: str = "") -> dict[str, Any]:
-        """Loss and metrics over the feed ``key``, aggregated over all workers."""
-        feed = self.feeds[key]
+    def validation_begins(self, prefix: str) -> None:
         self._reset_totals()
-        local_batches = feed.eval_batches(batch_size)
-        for index, (features, labels, _) in enumerate(local_batches):
-            if max_steps is not None and index >= max_steps:
-                break
-            if labels is None:
-                raise InvalidArgumentError("evaluate: the data has no labels; give label_cols, or (features, labels) elements")
-            if index == 0:
-                step = self._step("eval", self._eval_step, features, labels)
-            step(features, labels)
-        return self._aggregated_logs(prefix)
+        if prefix:   # inside a fit
+            self.callbacks.on_test_begin()
+
+    def eval_step(self, index: int, batch: Any) -> None:
+        features, labels, _ = batch
+        if labels is None:
+            raise InvalidArgumentError("evaluate: the data has no labels; give label_cols, or (features, labels) elements")
+        if index == 0:
+            self._current_step = self._step("eval", self._eval_step, features, labels)
+        self._current_step(features, labels)
+
+    def validation_logs(self, prefix: str) -> dict[str, Any]:
+        logs = self._aggregated_logs(prefix)
+        if prefix:
+            self.callbacks.on_test_end(logs)
+        return logs
 
 
 def _any_rows_spec(value: Any) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base.framework import WorkerConfig
 
 if TYPE_CHECKING:
     import keras
@@ -59,6 +60,18 @@ def state_from_bytes(blob: bytes) -> tuple[bytes, int]:
         return archive.read(_MODEL_ENTRY), int(json.loads(archive.read(_STATE_ENTRY))["epoch"])
 
 
+def encode_state(model: "keras.Model", extras: dict[str, Any]) -> bytes:
+    """The state codec's encoder (see :class:`~zoo_lite.learn.base.framework.StateCodec`)."""
+    return state_to_bytes(model, int(extras.get("epoch", 0)))
+
+
+def decode_state_into(model: "keras.Model", blob: bytes) -> dict[str, Any]:
+    """The state codec's decoder: the weights and optimizer state into ``model``; the epoch back."""
+    keras_bytes, epoch = state_from_bytes(blob)
+    load_state_into(model, keras_bytes)
+    return {"epoch": epoch}
+
+
 def load_state_into(model: "keras.Model", keras_bytes: bytes) -> None:
     """Weights and optimizer state of a ``.keras`` blob into ``model`` (same architecture), in place."""
     if model.optimizer is not None:
@@ -97,6 +110,7 @@ class KerasSpec:
     compile_args_creator: Optional[Callable[[dict], dict]]
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    worker_config: WorkerConfig = WorkerConfig()
 
     def build_model(self) -> "keras.Model":
         """The compiled model, with the seed set first (so a creator builds the same model everywhere)."""
