@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,11 +46,8 @@ def test_the_watchdog_imports_only_the_standard_library_and_psutil():
     assert not imported & set(HEAVY) and not imported & {"pandas", "numpy", "pyarrow"}
 
 
-@pytest.mark.parametrize("module", ["zoo_lite.learn.base.steps", "zoo_lite.learn.base.worker_group",
-                                    "zoo_lite.learn.base.data_inputs", "zoo_lite.learn.base.callbacks",
-                                    "zoo_lite.learn.base.checkpoints", "zoo_lite.learn.base.progress",
-                                    "zoo_lite.learn.base.estimator", "zoo_lite.learn.base.predict",
-                                    "zoo_lite.learn.base.creators", "zoo_lite.learn.base.host_exchange"])
+@pytest.mark.parametrize("module", sorted(f"zoo_lite.learn.base.{path.stem}" for path in
+                                           (Path(__file__).resolve().parent.parent / "zoo_lite/learn/base").glob("[a-z]*.py")))
 def test_the_shared_learn_machinery_imports_no_ml_framework(module):
     assert not _imported_after(f"import {module}") & {"torch", "tensorflow", "keras"}
 
@@ -61,3 +62,82 @@ def test_the_keras_estimator_imports_no_torch():
 
 def test_shipping_user_code_imports_no_engine_until_used():
     assert not _imported_after("import zoo_lite.user_code") & set(HEAVY)
+
+
+# -- the import graph inside zoo_lite: no cycles, no private names across modules (AST, no import) ----
+
+def _load_import_graph() -> Any:
+    """scripts/import_graph.py, the one implementation of the graph (shared with the diagram)."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("zoo_lite_import_graph", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # dataclasses and annotations look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_graph = _load_import_graph()
+_package_sources, _import_edges, _find_cycle, _private_uses = (_graph.package_sources, _graph.import_edges, _graph.find_cycle,
+                                                               _graph.private_uses)
+
+
+def _synthetic(files: dict[str, str]) -> dict[str, tuple[str, str]]:
+    return {module: (f"{module.replace('.', '/')}.py", textwrap.dedent(source)) for module, source in files.items()}
+
+
+def test_the_cycle_finder_finds_module_and_function_level_cycles_but_not_type_checking_ones():
+    cyclic = _synthetic({
+        "zoo_lite": "",
+        "zoo_lite.a": "from zoo_lite import b\n",
+        "zoo_lite.b": "def f():\n    from zoo_lite.c import thing\n",
+        "zoo_lite.c": "import zoo_lite.a as alias\n",
+    })
+    assert _find_cycle(_import_edges(cyclic)) == ["zoo_lite.a", "zoo_lite.b", "zoo_lite.c", "zoo_lite.a"]
+    hinted_only = _synthetic({
+        "zoo_lite": "",
+        "zoo_lite.a": "from zoo_lite.b import B\n",
+        "zoo_lite.b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from zoo_lite.a import A\n",
+    })
+    assert _find_cycle(_import_edges(hinted_only)) is None
+
+
+def test_the_private_name_finder_finds_private_imports_and_attributes_across_modules():
+    sources = _synthetic({
+        "zoo_lite": "",
+        "zoo_lite.a": "_own = 1\nfrom zoo_lite.a import _own\nfrom zoo_lite.b import __version__, public\n",
+        "zoo_lite.b": "def f():\n    from zoo_lite.a import _own\n",
+        "zoo_lite.c": "import zoo_lite.a as a_module\nfrom zoo_lite import a\nx = a_module._own + a._own + a.public\n",
+    })
+    assert _private_uses(sources) == [
+        "zoo_lite/b.py:2 zoo_lite.a._own", "zoo_lite/c.py:3 zoo_lite.a._own", "zoo_lite/c.py:3 zoo_lite.a._own",
+    ]
+
+
+def test_zoo_lite_has_no_import_cycle():
+    cycle = _find_cycle(_import_edges(_package_sources()))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_module_uses_another_modules_private_names():
+    uses = _private_uses(_package_sources())
+    assert not uses, "private names used across modules:\n" + "\n".join(uses)
+
+
+@pytest.mark.parametrize("package", ["zoo_lite", "zoo_lite.data", "zoo_lite.data.pandas", "zoo_lite.ray_on_spark"])
+def test_every_public_name_of_a_package_is_importable_and_public(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    assert "__all__" in vars(module), f"{package} has no explicit __all__"
+    private = [name for name in module.__all__ if name.startswith("_")]
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not private and not missing, f"{package}.__all__: private {private}, not importable {missing}"
+
+
+def test_ray_partitions_and_their_errors_are_importable_from_the_data_package():
+    from zoo_lite.data import ObjectStoreFullError, PartitionLostError, PartitionReleasedError, RayXShards
+    from zoo_lite.data.ray_xshards import RayXShards as defined_here
+    from zoo_lite.errors import ZooLiteError
+
+    assert RayXShards is defined_here
+    assert all(issubclass(error, ZooLiteError) for error in (ObjectStoreFullError, PartitionLostError, PartitionReleasedError))
