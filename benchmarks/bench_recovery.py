@@ -238,6 +238,7 @@ class DriverSpans:
     @contextlib.contextmanager
     def attached(self, est: Any) -> Iterator["DriverSpans"]:
         import zoo_lite.learn.base.estimator as estimator_module
+        from zoo_lite.learn.base.worker_group import runner_call_name
 
         spans = self
 
@@ -246,7 +247,7 @@ class DriverSpans:
                 spans.log_lines.append((record.created, record.getMessage()))
 
         est._recover = self._timed(lambda *a: "recover", est._recover)
-        est._call = self._timed(lambda method, *a: f"call {method}", est._call)
+        est._call = self._timed(lambda call, *a: f"call {runner_call_name(call)}", est._call)
         est._load = self._timed(lambda *a: "load", est._load)
         est.shutdown = self._timed(lambda *a: "shutdown", est.shutdown)
         saved = (estimator_module.wait_for_free_cpus, estimator_module.WorkerGroup, estimator_module.WorkerGroup._wait,

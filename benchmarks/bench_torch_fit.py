@@ -104,6 +104,7 @@ class ZooRun:
 def zoo_run(frame: Any, workers_per_node: int, batch: int, large_batch: int, epochs: int) -> ZooRun:
     """First fit end to end, a load of a new frame object, then a second fit on the first frame
     and a third with the large batch."""
+    from zoo_lite.data import Columns
     from zoo_lite.learn.pytorch import Estimator
 
     started = time.perf_counter()
@@ -114,7 +115,7 @@ def zoo_run(frame: Any, workers_per_node: int, batch: int, large_batch: int, epo
         est.fit(frame, epochs=epochs, batch_size=batch, feature_cols=["features"], label_cols=["label"])
         first_fit_s = time.perf_counter() - started
         # a new DataFrame object over the same cached rows is loaded again: the DataFrame -> workers path
-        load_s = [timed(lambda: est._load("load-benchmark", frame.select("*"), ["features"], ["label"], batch))[0]
+        load_s = [timed(lambda: est._load("load-benchmark", frame.select("*"), Columns.of(["features"], ["label"]), batch))[0]
                   for _ in range(LOAD_SAMPLES)]
         called_at = time.time()
         history = est.fit(frame, epochs=epochs, batch_size=batch, feature_cols=["features"], label_cols=["label"])

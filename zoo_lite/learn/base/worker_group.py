@@ -27,7 +27,7 @@ from zoo_lite.user_code import user_code_by_value
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "wait_for_free_cpus"]
+__all__ = ["WorkerGroup", "WorkerInfo", "wait_for_free_cpus", "runner_call_name"]
 
 _NAMESPACE = "zoo_lite"
 _POLL_INTERVAL_S = 0.5
@@ -237,7 +237,7 @@ class WorkerGroup:
         with user_code_by_value():
             futures = [actor.call.remote(call) for actor, call in zip(actors, calls)]
         try:
-            return self._wait(futures, _call_name(calls[0]), timeout_s, on_poll)
+            return self._wait(futures, runner_call_name(calls[0]), timeout_s, on_poll)
         except BaseException:
             self.kill()   # peers of a failed worker may be blocked in a collective for good
             raise
@@ -248,7 +248,7 @@ class WorkerGroup:
         try:
             with user_code_by_value():
                 future = actor.call.remote(call)
-            return self._wait([future], _call_name(call), timeout_s)[0]
+            return self._wait([future], runner_call_name(call), timeout_s)[0]
         except BaseException:
             self.kill()
             raise
@@ -331,9 +331,15 @@ def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:
     runner.connect(addresses)
 
 
-def _call_name(call: Callable[..., Any]) -> str:
-    """What a runner call is named in errors: its function (a runner method called by a lambda
-    is named by the runner method it calls)."""
+def runner_call_name(call: Callable[..., Any]) -> str:
+    """What a runner call is named in errors and logs: its function's name, or for a lambda the
+    runner method it calls.
+
+    Examples
+    --------
+    >>> runner_call_name(lambda runner: runner.train_epoch(None)), runner_call_name(functools.partial(_connect, []))
+    ('train_epoch', 'connect')
+    """
     function = call.func if isinstance(call, functools.partial) else call
     called = [name for name in getattr(getattr(function, "__code__", None), "co_names", ()) if not name.startswith("_")]
     name = getattr(function, "__name__", "call")
