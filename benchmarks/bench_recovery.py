@@ -250,12 +250,12 @@ class DriverSpans:
         est._call = self._timed(lambda call, *a: f"call {runner_call_name(call)}", est._call)
         est._load = self._timed(lambda *a: "load", est._load)
         est.shutdown = self._timed(lambda *a: "shutdown", est.shutdown)
-        saved = (estimator_module.wait_for_free_cpus, estimator_module.WorkerGroup, estimator_module.WorkerGroup._wait,
+        saved = (estimator_module.wait_for_free_cpus, estimator_module.start_worker_group, estimator_module.WorkerGroup._wait,
                  estimator_module.rows_in_ray)
         estimator_module.wait_for_free_cpus = self._timed(lambda *a: "wait_for_free_cpus", saved[0])
-        estimator_module.WorkerGroup = self._timed(lambda *a: "WorkerGroup", saved[1])
+        estimator_module.start_worker_group = self._timed(lambda *a: "WorkerGroup", saved[1])
         # the group's waits: "start" (actors up, runners built), "connect" (rendezvous), and each call
-        saved[1]._wait = self._timed(lambda group, futures, what, *a: f"wait {what}", saved[2])
+        estimator_module.WorkerGroup._wait = self._timed(lambda group, futures, what, *a: f"wait {what}", saved[2])
         estimator_module.rows_in_ray = self._timed(lambda *a: "rows_in_ray", saved[3])   # the Spark job of a load
         handler = Keep(level=logging.INFO)
         logger = logging.getLogger("zoo_lite.learn")
@@ -263,7 +263,7 @@ class DriverSpans:
         try:
             yield self
         finally:
-            (estimator_module.wait_for_free_cpus, estimator_module.WorkerGroup, saved[1]._wait,
+            (estimator_module.wait_for_free_cpus, estimator_module.start_worker_group, estimator_module.WorkerGroup._wait,
              estimator_module.rows_in_ray) = saved
             logger.removeHandler(handler)
 

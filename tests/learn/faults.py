@@ -77,3 +77,25 @@ class TorchPause(Callback):
             with open(self.marker, "w") as file:
                 file.write(str(os.getpid()))
             time.sleep(self.wait_s)   # the test kills this node meanwhile
+
+
+class PortTakenRunner:
+    """A runner whose rank 0 fails its first ``fail_times`` rendezvous as a bind on a taken port
+    fails (``OSError`` EADDRINUSE); the file ``attempts`` gets one line per rendezvous of rank 0."""
+
+    def __init__(self, attempts: str, fail_times: int, info: Any) -> None:
+        self.attempts, self.fail_times, self.rank = attempts, fail_times, info.rank
+
+    def connect(self, addresses: list[tuple[str, int]]) -> None:
+        if self.rank != 0:
+            return
+        with open(self.attempts, "a") as file:
+            file.write(f"{addresses[0][1]}\n")
+        with open(self.attempts) as file:
+            if len(file.readlines()) <= self.fail_times:
+                import errno
+
+                raise OSError(errno.EADDRINUSE, "Address already in use")
+
+    def close(self) -> None:
+        pass

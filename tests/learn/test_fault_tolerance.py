@@ -3,6 +3,7 @@ worker processes really killed (SIGKILL from inside, at a chosen step)."""
 
 from __future__ import annotations
 
+import functools
 import glob
 import logging
 import os
@@ -24,6 +25,7 @@ from zoo_lite.errors import WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
 from zoo_lite.learn.tf2 import Estimator as KerasEstimator
 from zoo_lite.learn import WorkerConfig
+from zoo_lite.learn.base.worker_group import start_worker_group
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -220,3 +222,19 @@ def test_sigint_during_fit_stops_it_and_the_next_fit_works(ray_local_cluster) ->
     history = est.fit(regression_shards(), epochs=2, batch_size=16)
     assert [h["epoch"] for h in history] == [h["epoch"] for h in history] and len(history) == 2
     est.shutdown()
+
+
+def test_a_rendezvous_on_a_port_taken_meanwhile_starts_the_workers_once_more(ray_local_cluster, tmp_path, learn_log) -> None:
+    attempts = tmp_path / "attempts"
+    group = start_worker_group(functools.partial(faults.PortTakenRunner, str(attempts), 1), start_timeout_s=60)
+    try:
+        assert group.call(lambda runner: runner.rank) == [0, 1]
+    finally:
+        group.shutdown()
+    assert len(attempts.read_text().splitlines()) == 2
+    assert any("rendezvous port was taken in the meantime" in line for line in learn_log), learn_log
+
+    attempts.unlink()
+    with pytest.raises(WorkerError, match="connect failed: OSError: .*Address already in use"):
+        start_worker_group(functools.partial(faults.PortTakenRunner, str(attempts), 2), start_timeout_s=60)
+    assert len(attempts.read_text().splitlines()) == 2   # once more, not for ever

@@ -29,7 +29,7 @@ from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
-from zoo_lite.learn.base.worker_group import WorkerGroup, wait_for_free_cpus
+from zoo_lite.learn.base.worker_group import WorkerGroup, start_worker_group, wait_for_free_cpus
 
 __all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
@@ -174,7 +174,7 @@ class GroupEstimator:
             self._workers_have_driver_state = False
             self._release_idle_groups()
             factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
-            self._group = WorkerGroup(factory, self.workers_per_node, self.start_timeout_s)
+            self._group = start_worker_group(factory, self.workers_per_node, self.start_timeout_s)
         if not self._workers_have_driver_state:
             blob = self._driver_state_bytes()
             self._call(lambda runner: runner.set_state(blob))

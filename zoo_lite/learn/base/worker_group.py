@@ -16,6 +16,7 @@ collective). The Estimator then starts a fresh group on next use.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import socket
 import time
@@ -27,7 +28,11 @@ from zoo_lite.user_code import user_code_by_value
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "wait_for_free_cpus", "runner_call_name"]
+__all__ = ["WorkerGroup", "WorkerInfo", "start_worker_group", "wait_for_free_cpus", "runner_call_name"]
+
+_logger = logging.getLogger("zoo_lite.learn")
+#: what a rendezvous says when the port its worker picked was taken in the meantime (gRPC, gloo, OS)
+_PORT_TAKEN = ("Could not start gRPC server", "Address already in use", "EADDRINUSE")
 
 _NAMESPACE = "zoo_lite"
 _POLL_INTERVAL_S = 0.5
@@ -325,6 +330,35 @@ class WorkerGroup:
             except ZooLiteError:
                 pass  # the actors are killed below either way
         self.kill()
+
+
+def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
+                       start_timeout_s: float = 180.0) -> "WorkerGroup":
+    """A started :class:`WorkerGroup`, started once more if its rendezvous failed on a port taken
+    in the meantime: each worker picks a free port before the framework binds it, and another
+    process can take it in between (seen with three test sessions on one machine).
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context
+    >>> _ = init_orca_context(cores=2)
+    >>> class Echo:
+    ...     def __init__(self, info): self.rank = info.rank
+    ...     def connect(self, addresses): pass
+    ...     def close(self): pass
+    >>> group = start_worker_group(Echo)
+    >>> group.call(lambda runner: runner.rank)
+    [0]
+    >>> group.shutdown()
+    """
+    try:
+        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s)
+    except WorkerError as error:
+        if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in _PORT_TAKEN):
+            raise
+        _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
+                        error.message.splitlines()[0])
+    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s)
 
 
 def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:
