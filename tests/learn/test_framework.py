@@ -94,3 +94,25 @@ def test_from_torch_and_from_keras_take_the_old_config_keys_into_their_worker_co
     model.compile(optimizer="sgd", loss="mse")
     keras_est = KerasEstimator.from_keras(model=model, worker_config=WorkerConfig(gradient_chunk_rows=0))
     assert keras_est.spec.worker_config.gradient_chunk_rows == 0
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")   # the swallowed interrupt, by design
+def test_a_ctrl_c_that_lands_in_a_finaliser_still_ends_the_fit() -> None:
+    import os
+    import signal
+    import weakref
+
+    from zoo_lite.learn.base.estimator import _Interrupts
+
+    class Referent:
+        pass
+
+    with _Interrupts() as interrupts:
+        referent = Referent()
+        # Python runs a weakref callback when its referent dies; a KeyboardInterrupt raised in it is only printed
+        finaliser = weakref.ref(referent, lambda ref: os.kill(os.getpid(), signal.SIGINT))
+        del referent
+        assert finaliser() is None and interrupts.seen
+        with pytest.raises(KeyboardInterrupt, match="fit interrupted"):
+            interrupts.check()
+    assert signal.getsignal(signal.SIGINT) is not interrupts._note   # the previous handler is back

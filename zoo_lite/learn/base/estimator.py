@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import signal
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Optional, Sequence, TypeVar, Union
@@ -364,23 +366,31 @@ class GroupEstimator:
         self._kept_fit_extras = None
         recovery = FitRecovery(self.max_failures, restart)
         logs: dict[str, Any] = {}
+        interrupts = _Interrupts()
+
+        def poll() -> None:
+            interrupts.check()
+            reporter.poll()
+
         try:
-            self._with_recovery(begin, recovery, "begin_fit")
-            for done, epoch in enumerate(request.epochs, 1):
-                validate = request.validation_data is not None and done % request.validation_freq == 0
-                plan = EpochPlan(TRAIN, batch_size, VALIDATION if validate else None, epoch, True, request.max_steps,
-                                 request.val_max_steps, request.options)
-                logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), reporter.poll)[0],
-                                           recovery, f"epoch {self._trained_epochs() + 1}")
-                self._keep_epoch_state()
-                stop = logs.pop("stop_training", False)
-                reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)
-                history.append(logs)
-                on_epoch(epoch, logs)
-                if stop:
-                    break
-            final = {name: value for name, value in logs.items() if name != "epoch_time_s"}
-            self._with_recovery(lambda: self._call(lambda runner: runner.end_fit(final)), recovery, "end_fit")
+            with interrupts:
+                self._with_recovery(begin, recovery, "begin_fit")
+                for done, epoch in enumerate(request.epochs, 1):
+                    validate = request.validation_data is not None and done % request.validation_freq == 0
+                    plan = EpochPlan(TRAIN, batch_size, VALIDATION if validate else None, epoch, True, request.max_steps,
+                                     request.val_max_steps, request.options)
+                    logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), poll)[0],
+                                               recovery, f"epoch {self._trained_epochs() + 1}")
+                    self._keep_epoch_state()
+                    interrupts.check()
+                    stop = logs.pop("stop_training", False)
+                    reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)
+                    history.append(logs)
+                    on_epoch(epoch, logs)
+                    if stop:
+                        break
+                final = {name: value for name, value in logs.items() if name != "epoch_time_s"}
+                self._with_recovery(lambda: self._call(lambda runner: runner.end_fit(final)), recovery, "end_fit")
         finally:
             reporter.close()
         self._pull_state()
@@ -410,6 +420,40 @@ class GroupEstimator:
             return predict_xshards(data, payload, self.framework.predict, list(features) if features else None, batch_size,
                                    output_cols)
         raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
+
+
+class _Interrupts:
+    """Ctrl-C always ends a fit. The SIGINT handler (pyspark's, which also cancels the running Spark
+    jobs) raises ``KeyboardInterrupt`` in whatever the main thread is running; when that is a
+    finaliser, such as py4j's weakref callback that frees a Java object, Python only prints it and
+    the fit would go on (seen in a test: a 10,000-epoch fit ran to its end). So during a fit each
+    SIGINT is also noted, and :meth:`check` raises ``KeyboardInterrupt`` at the fit's next poll."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Any = None
+
+    def __enter__(self) -> "_Interrupts":
+        if threading.current_thread() is threading.main_thread():   # only the main thread may set handlers
+            self._previous = signal.getsignal(signal.SIGINT)
+            if self._previous is not signal.SIG_IGN:
+                signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._previous is not None and self._previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        if callable(self._previous):
+            self._previous(signum, frame)
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.seen:
+            self.seen = False
+            raise KeyboardInterrupt("fit interrupted (SIGINT)")
 
 
 class EstimatorEntry:
