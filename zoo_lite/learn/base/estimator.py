@@ -280,10 +280,11 @@ class GroupEstimator:
         done = self._trained_epochs()
         return f"epoch {done}" if done else "the start"
 
-    def _keep_epoch_state(self) -> None:
-        """After each completed epoch: the state (and callbacks' state) a resumed fit starts from."""
+    def _keep_epoch_state(self, with_callbacks: bool) -> None:
+        """After each completed epoch: the state (and the callbacks' state, when the fit has
+        callbacks: one call fewer per epoch otherwise) a resumed fit starts from."""
         self._pull_state()
-        self._kept_fit_extras = self._call_rank0(_callback_states)
+        self._kept_fit_extras = self._call_rank0(_callback_states) if with_callbacks else None
 
     # -- data -----------------------------------------------------------------------------------------
 
@@ -381,7 +382,7 @@ class GroupEstimator:
                                      request.val_max_steps, request.options)
                     logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), poll)[0],
                                                recovery, f"epoch {self._trained_epochs() + 1}")
-                    self._keep_epoch_state()
+                    self._keep_epoch_state(bool(request.callbacks))
                     interrupts.check()
                     stop = logs.pop("stop_training", False)
                     reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)

@@ -206,9 +206,7 @@ def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecip
 
     def predict(shard: Any) -> Any:
         net = _start_task(recipe, shipped)
-        if isinstance(shard, pd.DataFrame) and feature_cols is None:
-            raise InvalidArgumentError("predict: the XShards holds pandas DataFrames; pass feature_cols")
-        inputs = convert.shard_to_model_arrays(shard, columns, need_labels=False)["x"]
+        inputs = convert.shard_to_model_arrays(shard, columns, need_labels=False)["x"]   # checks the columns
         outputs = _per_row(recipe.run(net, inputs, batch_size))
         names = output_names(output_cols, len(outputs))
         if isinstance(shard, pd.DataFrame):
