@@ -22,6 +22,7 @@ __all__ = [
     "ContextError",
     "ContextStoppedError",
     "ClusterStartError",
+    "RayNodeStartError",
     "InvalidArgumentError",
     "ColumnNotFoundError",
     "ShardMismatchError",
@@ -52,6 +53,11 @@ class ContextStoppedError(ContextError):
 
 class ClusterStartError(ContextError):
     """A process zoo_lite starts (a standalone Spark daemon, later Ray) failed to come up."""
+
+
+class RayNodeStartError(ClusterStartError):
+    """``ray start`` gave up on a node by itself (its raylet or GCS did not come up in Ray's own
+    time); zoo_lite starts Ray once more before it raises this."""
 
 
 class InvalidArgumentError(ZooLiteError, ValueError):

@@ -127,6 +127,31 @@ def test_a_wrong_secret_is_refused_and_the_node_ends(owner, tmp_path) -> None:
     assert lease.stop_all(timeout_s=1) == []
 
 
+def test_a_node_that_fails_keeps_the_tails_of_ray_process_logs_and_the_start_error_shows_them(owner, tmp_path) -> None:
+    """A ``ray start`` that fails after its raylet wrote why: the watchdog copies the tails of the
+    raylet's and the GCS' logs into the node log before it deletes the temp dir, and the start
+    error's log tail shows them below the last lines of ``ray start``."""
+    from zoo_lite.ray_on_spark.node_launch import _log_tail
+
+    failing_start = f"""
+import os, sys
+logs = os.path.join({str(tmp_path / "t")!r}, "session_latest", "logs")
+os.makedirs(logs)
+open(os.path.join(logs, "raylet.err"), "w").write("\\n".join(f"raylet line {{i}}" for i in range(30)))
+open(os.path.join(logs, "gcs_server.out"), "w").write("gcs: bind failed: Address already in use\\n")
+print("The current node timed out during startup.", flush=True)
+sys.exit(1)
+"""
+    lease = LeaseServer.start("127.0.0.1")
+    result, log = run_watchdog_to_its_end(tmp_path, lease.port, lease.secret, owner, [sys.executable, "-c", failing_start])
+    assert result.returncode == 0 and not (tmp_path / "t").exists()
+    shown = _log_tail(str(log))
+    assert shown.index("timed out during startup") < shown.index("ray start exited with code 1") < shown.index("--- gcs_server.out")
+    assert "gcs: bind failed: Address already in use" in shown
+    assert "raylet line 29" in shown and "raylet line 17" not in shown   # a bounded tail of each log
+    lease.stop_all(timeout_s=1)
+
+
 def test_no_driver_means_no_node(owner, tmp_path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

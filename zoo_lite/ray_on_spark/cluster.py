@@ -17,9 +17,9 @@ import uuid
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, decode_remote_error
+from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, RayNodeStartError, decode_remote_error
 from zoo_lite.ray_on_spark.lease import LeaseServer
 from zoo_lite.ray_on_spark.node_launch import (
     NodeInfo,
@@ -278,7 +278,9 @@ def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     errors = [decode_remote_error(item["error"]) for item in outcomes if "error" in item]
     if errors:
         details = "\n\n".join(str(error) for error in errors)
-        raise ClusterStartError(f"Ray failed to start on {len(errors)} executor(s):\n{details}") from errors[0]
+        # Ray giving up on its own is worth another try; any other failure (a setting) is not
+        kind = RayNodeStartError if all(isinstance(error, RayNodeStartError) for error in errors) else ClusterStartError
+        raise kind(f"Ray failed to start on {len(errors)} executor(s):\n{details}") from errors[0]
     return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
 
 
@@ -344,13 +346,42 @@ def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mod
             "call ray.shutdown() first, or use init_ray_on_spark=False and keep your own Ray"
         )
     if cluster_mode == "local":
-        return _start_local(settings, local_cores)
+        return started_retrying_once(lambda: _start_local(settings, local_cores))
     master = spark.sparkContext.master
     if runs_tasks_in_driver(master):
         # spark-submit --master local[N] (or an adopted local session): the tasks run in the
         # driver's JVM and there are no executors to start nodes in, so Ray runs as in local mode
-        return _start_local(settings, spark.sparkContext.defaultParallelism)
-    return _start_on_executors(spark, settings)
+        return started_retrying_once(lambda: _start_local(settings, spark.sparkContext.defaultParallelism))
+    return started_retrying_once(lambda: _start_on_executors(spark, settings))
+
+
+def started_retrying_once(start: Callable[[], RayContext]) -> RayContext:
+    """``start()``, once more if ``ray start`` gave up on a node by itself (:class:`RayNodeStartError`).
+
+    Ray waits a fixed 30 s for a new raylet to register with the GCS; on a loaded machine a node
+    now and then misses that (``The current node timed out during startup``) and starts fine the
+    next time. A failed attempt has ended every node it started before this retries. A second
+    failure raises a :class:`RayNodeStartError` with both attempts' output.
+
+    Examples
+    --------
+    >>> attempts = []
+    >>> def flaky_start():
+    ...     attempts.append(1)
+    ...     if len(attempts) == 1:
+    ...         raise RayNodeStartError("the current node timed out during startup")
+    ...     return "started"
+    >>> started_retrying_once(flaky_start), len(attempts)
+    ('started', 2)
+    """
+    try:
+        return start()
+    except RayNodeStartError as first:
+        logging.getLogger(__name__).warning("a Ray node failed to start; starting Ray once more. The failure:\n%s", first)
+        try:
+            return start()
+        except RayNodeStartError as second:
+            raise RayNodeStartError(f"Ray failed to start twice.\nThe first attempt:\n{first}\n\nThe second attempt:\n{second}") from second
 
 
 def runs_tasks_in_driver(master: str) -> bool:

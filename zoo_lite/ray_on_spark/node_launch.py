@@ -8,6 +8,7 @@ node reports that it runs. Nothing here imports Ray: a task costs a fork and a f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -18,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-from zoo_lite.errors import ClusterStartError
-from zoo_lite.ray_on_spark.watchdog import WatchdogSpec
+from zoo_lite.errors import ClusterStartError, RayNodeStartError
+from zoo_lite.ray_on_spark.watchdog import RAY_LOGS_MARKER, WatchdogSpec
 
 __all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for",
            "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "start_node"]
@@ -27,6 +28,8 @@ __all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "thi
 READY_MARKER = "Ray runtime started."
 _LOG_TAIL_LINES = 40
 _POLL_S = 0.05
+#: how long a watchdog told to end gets to end the node and keep its logs (its kill deadline is 15 s)
+_WATCHDOG_END_S = 20
 #: where each node's temp dir is made (short: Ray's socket paths must fit 107 bytes), and its prefix
 _TEMP_ROOT = "/tmp"
 _TEMP_PREFIX = "zl-ray-"
@@ -211,11 +214,16 @@ def ray_environment(plan: NodePlan) -> dict[str, str]:
 
 
 def _log_tail(path: str) -> str:
+    """The last lines of ``ray start``'s output, then the tails of Ray's process logs that the
+    watchdog kept for a node that failed (they tell why; ``ray start`` often only says it timed out)."""
     try:
         with open(path, errors="replace") as handle:
-            return "\n".join(handle.read().splitlines()[-_LOG_TAIL_LINES:])
+            text = handle.read()
     except OSError:
         return "(no output)"
+    ray_start, marker, process_logs = text.partition(RAY_LOGS_MARKER)
+    tail = "\n".join(ray_start.splitlines()[-_LOG_TAIL_LINES:])
+    return f"{tail}\n{marker}:\n{process_logs.strip()}" if marker else tail
 
 
 def _wait_until_ready(watchdog: subprocess.Popen, log_path: str, node_name: str, timeout_s: float) -> None:
@@ -228,9 +236,11 @@ def _wait_until_ready(watchdog: subprocess.Popen, log_path: str, node_name: str,
         except OSError:
             pass
         if watchdog.poll() is not None:
-            raise ClusterStartError(f"Ray node {node_name} failed to start; last lines of `ray start`:\n{_log_tail(log_path)}")
+            raise RayNodeStartError(f"Ray node {node_name} failed to start; last lines of `ray start`:\n{_log_tail(log_path)}")
         if time.monotonic() > deadline:
-            watchdog.terminate()  # its clean-up ends whatever already started
+            watchdog.terminate()  # its clean-up ends whatever already started and keeps Ray's logs
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watchdog.wait(_WATCHDOG_END_S)
             raise ClusterStartError(
                 f"Ray node {node_name} did not start within {timeout_s:.0f} s (ray_start_timeout_s); "
                 f"last lines of `ray start`:\n{_log_tail(log_path)}"

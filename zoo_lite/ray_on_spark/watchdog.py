@@ -28,12 +28,18 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import BinaryIO, Optional
 
-__all__ = ["WatchdogSpec", "STOP", "STOPPED", "run_watchdog"]
+__all__ = ["WatchdogSpec", "STOP", "STOPPED", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
 
 STOP = b"stop\n"
 STOPPED = b"stopped\n"
+#: the line after which a failed node's log holds the tails of Ray's own process logs
+RAY_LOGS_MARKER = "zoo_lite watchdog: the last lines of the node's Ray process logs"
+#: Ray's process logs worth keeping when a node ends other than by a stop (the session dir goes)
+_RAY_PROCESS_LOGS = ("gcs_server.err", "gcs_server.out", "raylet.err", "raylet.out")
+_RAY_LOG_TAIL_LINES = 12
+_RAY_LOG_LINE_CHARS = 400
 _POLL_S = 0.25
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -136,6 +142,42 @@ def _end_process_tree(deadline_s: float) -> None:
         psutil.wait_procs(descendants, timeout=0.5)
 
 
+def ray_process_log_tails(temp_dir: str) -> str:
+    """The last lines of the GCS' and the raylet's logs in a node's temp dir ("" when it has none).
+
+    ``ray start`` itself only says that a node "timed out during startup"; why (a port taken, a
+    full object store, a crashed raylet) is in these logs, which go with the node's temp dir.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> temp_dir = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(temp_dir, "session_latest", "logs"))
+    >>> with open(os.path.join(temp_dir, "session_latest", "logs", "raylet.err"), "w") as log:
+    ...     _ = log.write("Check failed: plasma store\\n")
+    >>> print(ray_process_log_tails(temp_dir))
+    --- raylet.err
+    Check failed: plasma store
+    """
+    logs_dir = os.path.join(temp_dir, "session_latest", "logs")
+    sections = []
+    for name in _RAY_PROCESS_LOGS:
+        try:
+            with open(os.path.join(logs_dir, name), errors="replace") as handle:
+                lines = handle.read().splitlines()[-_RAY_LOG_TAIL_LINES:]
+        except OSError:
+            continue
+        if lines:
+            sections.append("\n".join([f"--- {name}", *(line[:_RAY_LOG_LINE_CHARS] for line in lines)]))
+    return "\n".join(sections)
+
+
+def _keep_ray_process_logs(log: BinaryIO, temp_dir: str) -> None:
+    tails = ray_process_log_tails(temp_dir)
+    if tails:
+        log.write(f"{RAY_LOGS_MARKER}\n{tails}\n".encode())
+
+
 def run_watchdog(spec: WatchdogSpec) -> int:
     """Run one node's watchdog until the node must end; return the exit code."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -156,6 +198,8 @@ def run_watchdog(spec: WatchdogSpec) -> int:
         finally:
             log.write(f"\nzoo_lite watchdog: ending the node ({reason})\n".encode())
             _end_process_tree(spec.kill_deadline_s)
+            if reason != "stop":
+                _keep_ray_process_logs(log, spec.temp_dir)
             shutil.rmtree(spec.temp_dir, ignore_errors=True)
             if reason == "stop":  # a clean stop keeps no log; any other end keeps it for diagnosis
                 with contextlib.suppress(OSError):
