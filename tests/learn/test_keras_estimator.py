@@ -492,10 +492,11 @@ def test_construction_errors_name_the_argument() -> None:
         Estimator.from_keras()
     with pytest.raises(InvalidArgumentError, match="exactly one of model=.*got both"):
         Estimator.from_keras(compiled, model_creator=keras_models.linear_model)
-    with pytest.raises(InvalidArgumentError, match="is not compiled; call model.compile"):
-        Estimator.from_keras(keras_models.uncompiled_linear_model({}))
-    with pytest.raises(InvalidArgumentError, match="is not compiled; call model.compile"):
-        Estimator.from_keras(model_creator=keras_models.uncompiled_linear_model)
+    # an uncompiled model is taken (for predict and spark_udf); fit and evaluate say they need compile
+    with pytest.raises(InvalidArgumentError, match="fit: the model .* is not compiled; call model.compile"):
+        Estimator.from_keras(keras_models.uncompiled_linear_model({})).fit(None)
+    with pytest.raises(InvalidArgumentError, match="evaluate: the model .* is not compiled; call model.compile"):
+        Estimator.from_keras(model_creator=keras_models.uncompiled_linear_model).evaluate(None)
     subclassed = NoConfig(1)
     subclassed(np.zeros((1, 2), np.float32))
     subclassed.compile(optimizer="sgd", loss="mse")
@@ -534,6 +535,11 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
         est.fit(shards, callbacks=["stop"])
     with pytest.raises(InvalidArgumentError, match="batch_size=1 is smaller than the number of workers"):
         est.fit(shards, batch_size=1)
+    with pytest.raises(InvalidArgumentError, match=r"workers_per_node=2 and num_workers=3 were both given"):
+        linear_estimator(workers_per_node=2, num_workers=3)
+    three = linear_estimator(num_workers=3)
+    assert three.num_workers == 3
+    three.shutdown()
     with pytest.raises(InvalidArgumentError, match="data is a str"):
         est.fit("not data")
     with pytest.raises(InvalidArgumentError, match=r"data is a ray\.data\.dataset\.\w*Dataset; pass an XShards"):

@@ -98,6 +98,28 @@ def test_two_workers_on_shuffled_mini_batches_equal_one_process_on_the_same_glob
     est.shutdown()
 
 
+def test_num_workers_is_the_total_spread_over_the_nodes_with_the_same_result(two_workers) -> None:
+    from collections import Counter
+
+    x, y, model = bias_free_linear_data(5)
+    start = model.weight.detach().clone()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1,
+                               num_workers=3)
+    assert est.num_workers == 3
+    assert sorted(Counter(est._group.node_names).values()) == [1, 2]   # two nodes: 2 + 1
+    est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=2, batch_size=8)
+    expected = one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 2)
+    np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
+    est.shutdown()
+    single = Estimator.from_torch(model=nn.Linear(3, 1), loss=nn.MSELoss(), num_workers=1)
+    assert single.num_workers == 1
+    single.shutdown()
+    with pytest.raises(InvalidArgumentError, match=r"workers_per_node=1 and num_workers=2 were both given; give num_workers"):
+        Estimator.from_torch(model=nn.Linear(3, 1), loss=nn.MSELoss(), workers_per_node=1, num_workers=2)
+    with pytest.raises(InvalidArgumentError, match=r"num_workers"):
+        Estimator.from_torch(model=nn.Linear(3, 1), loss=nn.MSELoss(), num_workers=0)
+
+
 def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
     shards = shards_with_sizes(regression_arrays(40), [10, 30])
     weights = []

@@ -14,7 +14,7 @@ from the schema for a Spark DataFrame, per shard for pandas and dict shards.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Hashable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -496,9 +496,13 @@ def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: 
         lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
         width = int(lengths[0]) if len(lengths) else 0
         if len(lengths) and not (lengths == width).all():
+            # error path only: the levels above are regular, so element i of this level is in row i // per_row
+            level, odd = len(shape), int(np.argmax(lengths != width))
+            per_row = int(np.prod(shape[1:], dtype=np.int64))
             raise InvalidArgumentError(
                 f"{argument}: column {name!r} holds arrays of different lengths ({int(lengths.min())} to "
-                f"{int(lengths.max())}); every row of a column must have the same width"
+                f"{int(lengths.max())}) at nesting level {level}: length {width} in row 0 and length {int(lengths[odd])} in "
+                f"row {odd // per_row}; every row of a column must have the same shape"
             )
         shape.append(width)
         array = array.flatten()
@@ -522,9 +526,17 @@ def _labels(blocks: list[np.ndarray]) -> np.ndarray:
 def _table_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
                            label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
     """Model arrays of a table whose columns were checked already (by name: ``str(column)``)."""
-    arrays: dict[str, Any] = {"x": tuple(_arrow_column_to_numpy(table.column(str(c)), c, "feature_cols") for c in feature_cols)}
+    return _assemble_model_arrays(lambda c, argument: _arrow_column_to_numpy(table.column(str(c)), c, argument),
+                                  feature_cols, label_cols)
+
+
+def _assemble_model_arrays(column_array: Callable[[Hashable, str], np.ndarray], feature_cols: Sequence[Hashable],
+                           label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
+    """``{"x": one array per feature column, "y": the labels}``; ``column_array(column, argument)``
+    converts one column, ``argument`` naming it in errors."""
+    arrays: dict[str, Any] = {"x": tuple(column_array(c, "feature_cols") for c in feature_cols)}
     if label_cols:
-        arrays["y"] = _labels([_arrow_column_to_numpy(table.column(str(c)), c, "label_cols") for c in label_cols])
+        arrays["y"] = _labels([column_array(c, "label_cols") for c in label_cols])
     return arrays
 
 
@@ -556,31 +568,148 @@ def pandas_to_model_arrays(df: pd.DataFrame, feature_cols: Sequence[Hashable],
                            label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
     """Model arrays from a pandas shard (see :func:`arrow_to_model_arrays`).
 
+    A column whose cells are arrays (ndarrays of any number of dimensions, or nested lists) is
+    one model input of shape ``(rows, *cell_shape)``, in the cells' dtype; label columns too.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The shard.
+    feature_cols : sequence of column labels
+        The model's inputs, one per column, in order.
+    label_cols : sequence of column labels or None
+        The label columns, which become ``"y"``; None for none.
+
+    Returns
+    -------
+    dict
+        ``{"x": (ndarray, ...), "y": ndarray}``, ``"y"`` absent without ``label_cols``.
+
+    Raises
+    ------
+    ColumnNotFoundError
+        A column is not in ``df``.
+    InvalidArgumentError
+        A column is not numeric, has missing values (None, NaN), or holds cells of different
+        shapes; the message names the argument, the column and the offending row(s).
+
     Examples
     --------
     >>> frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3, 4], "t": [0.5, 1.5]})
     >>> arrays = pandas_to_model_arrays(frame, ["a", "b"], ["t"])
     >>> len(arrays["x"]), arrays["y"].tolist()
     (2, [0.5, 1.5])
+    >>> images = pd.DataFrame({"img": [np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)], "t": [0, 1]})
+    >>> x = pandas_to_model_arrays(images, ["img"], ["t"])["x"][0]
+    >>> x.shape, x.dtype
+    ((2, 2, 3), dtype('float32'))
+    >>> ragged = pd.DataFrame({"img": [np.zeros((2, 3)), np.zeros((1, 3))]})
+    >>> pandas_to_model_arrays(ragged, ["img"], None)
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: feature_cols: column 'img' holds cells of different shapes: (2, 3) in row 0 and (1, 3) in row 1; every row of a column must have the same shape
     """
-    import pyarrow as pa
-
     from zoo_lite.data.partition_ops import check_columns
 
     check_columns(df, feature_cols, "feature_cols")
     check_columns(df, list(label_cols or []), "label_cols")
-    columns = list(dict.fromkeys([*feature_cols, *(label_cols or [])]))
-    table = pa.table({str(c): _pandas_column_to_arrow(df[c], c) for c in columns})
-    return _table_to_model_arrays(table, feature_cols, label_cols)
+    converted: dict[Hashable, np.ndarray] = {}
+
+    def column_array(column: Hashable, argument: str) -> np.ndarray:
+        # a column that is both a feature and a label is converted once
+        if column not in converted:
+            converted[column] = _pandas_column_to_numpy(df[column], column, argument)
+        return converted[column]
+
+    return _assemble_model_arrays(column_array, feature_cols, label_cols)
 
 
-def _pandas_column_to_arrow(column: pd.Series, name: Hashable) -> "pa.Array":
+# Cells that make a pandas column of arrays (one tensor per row)
+_ARRAY_CELLS = (np.ndarray, list, tuple)
+
+
+def _pandas_column_to_numpy(column: pd.Series, name: Hashable, argument: str) -> np.ndarray:
+    """One pandas column as one model input: through Arrow, which is fastest for numbers, 1-D
+    array cells and nested lists; cells Arrow refuses (N-d ndarrays) are stacked with NumPy."""
+    if column.dtype != object:
+        return _arrow_column_to_numpy(_pandas_column_to_arrow(column, name, argument), name, argument)
+    values = column.to_numpy()
+    if not len(values):
+        # an empty shard has no cell to take a shape or dtype from; concat_model_arrays skips it
+        return np.empty(0)
+    try:
+        return _arrow_column_to_numpy(_pandas_column_to_arrow(column, name, argument), name, argument)
+    except InvalidArgumentError as error:
+        if not any(isinstance(cell, _ARRAY_CELLS) for cell in values):
+            raise  # strings, dicts, objects: Arrow's error is the clear one
+        return _stack_cells(values, name, argument, error)
+
+
+def _stack_cells(values: np.ndarray, name: Hashable, argument: str, arrow_error: InvalidArgumentError) -> np.ndarray:
+    """Array cells as one ``(rows, *cell_shape)`` array; any cell that keeps them from stacking
+    into one numeric array without NaN is an error naming its row."""
+    try:
+        stacked = np.stack(values)  # one pass over the cells, in C
+    except (ValueError, TypeError):
+        stacked = None
+    # NaN is a missing value, as in a numeric column; min() propagates it and, unlike isnan().any(),
+    # makes no temporary array (about 2.5x faster)
+    if stacked is not None and stacked.dtype.kind in "biuf" and not (
+            stacked.dtype.kind == "f" and stacked.size and np.isnan(stacked.min())):
+        return stacked
+    error = _bad_cell_error(values, name, argument)
+    if error is None:
+        raise arrow_error
+    raise error from arrow_error
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return f"{shape} (a scalar)" if shape == () else str(shape)
+
+
+def _bad_cell_error(values: np.ndarray, name: Hashable, argument: str) -> Optional[InvalidArgumentError]:
+    """The first cell of a column of array cells that cannot join the others, as an error naming
+    its row (error path only: one Python pass over the cells)."""
+    where = f"{argument}: column {name!r}"
+    first: Optional[tuple[int, tuple[int, ...]]] = None
+    for row, cell in enumerate(values):
+        if pd.api.types.is_scalar(cell) and pd.isna(cell):
+            return InvalidArgumentError(f"{where} has a missing cell ({cell!r}) in row {row}; fill or drop the rows with missing cells first")
+        try:
+            array = np.asarray(cell)
+        except ValueError:
+            return InvalidArgumentError(
+                f"{where} holds a nested list whose sublists differ in length in row {row}; every cell must be a "
+                "rectangular array"
+            )
+        if array.dtype == object and any(element is None for element in array.flat):
+            return InvalidArgumentError(f"{where} has None elements inside its cell in row {row}; fill them first")
+        if array.dtype.kind not in "biuf":
+            return InvalidArgumentError(
+                f"{where} holds a {type(cell).__name__} cell of dtype {array.dtype} in row {row}, which is not numeric; the "
+                "model is fed numeric cells: encode or cast them first"
+            )
+        if array.dtype.kind == "f" and np.isnan(array).any():
+            return InvalidArgumentError(f"{where} has NaN elements inside its cell in row {row}; fill them first")
+        if first is None:
+            first = (row, array.shape)
+        elif array.shape != first[1]:
+            return InvalidArgumentError(
+                f"{where} holds cells of different shapes: {_shape_text(first[1])} in row {first[0]} and "
+                f"{_shape_text(array.shape)} in row {row}; every row of a column must have the same shape"
+            )
+    return None
+
+
+def _pandas_column_to_arrow(column: pd.Series, name: Hashable, argument: str) -> "pa.Array":
     import pyarrow as pa
 
     try:
         return pa.array(column, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
-        raise InvalidArgumentError(f"column {name!r} (pandas dtype {column.dtype}) cannot be fed to a model: {error}") from error
+        raise InvalidArgumentError(
+            f"{argument}: column {name!r} (pandas dtype {column.dtype}) cannot be fed to a model: {error}"
+        ) from error
 
 
 def dict_to_model_arrays(shard: Any, columns: Optional[Columns] = None) -> dict[str, Any]:

@@ -31,7 +31,8 @@ from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
-from zoo_lite.learn.base.worker_group import WorkerGroup, start_worker_group, wait_for_free_cpus
+from zoo_lite.learn.base.udf import ModelUDF, model_udf
+from zoo_lite.learn.base.worker_group import WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
 
 __all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
@@ -107,11 +108,11 @@ class GroupEstimator:
     own), as ``framework.state`` encodes it.
     """
 
-    def __init__(self, framework: Framework, spec: Any, model: Any, extras: dict[str, Any], workers_per_node: int,
+    def __init__(self, framework: Framework, spec: Any, model: Any, extras: dict[str, Any], workers: Workers,
                  start_timeout_s: float, max_failures: int, model_dir: Optional[str], logger: logging.Logger) -> None:
         self.framework = framework
         self.spec = spec
-        self.workers_per_node = workers_per_node
+        self.workers = workers
         self.start_timeout_s = start_timeout_s
         self.max_failures = check_non_negative_int(max_failures, "max_failures")
         self.model_dir = model_dir
@@ -176,7 +177,7 @@ class GroupEstimator:
             self._workers_have_driver_state = False
             self._release_idle_groups()
             factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
-            self._group = start_worker_group(factory, self.workers_per_node, self.start_timeout_s)
+            self._group = start_worker_group(factory, self.workers.per_node, self.start_timeout_s, self.workers.total)
         if not self._workers_have_driver_state:
             blob = self._driver_state_bytes()
             self._call(lambda runner: runner.set_state(blob))
@@ -306,7 +307,7 @@ class GroupEstimator:
         if batch_size < group.num_workers:
             raise InvalidArgumentError(
                 f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
-                f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers_per_node"
+                f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers"
             )
         if rows_input:
             total_rows = self._load_rows(key, data, columns, need_labels)
@@ -405,6 +406,57 @@ class GroupEstimator:
         _, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
         return self._call(lambda runner: runner.validate(EVALUATION, batch_size, max_steps))[0]
 
+    def spark_udf(self, batch_size: int = 32, feature_cols: Cols = None, input_shapes: Any = None) -> ModelUDF:
+        """The trained model as a PySpark function, for DataFrame jobs, SQL and Structured Streaming.
+
+        Call it with the feature columns, one per model input and in order (numeric, array,
+        nested-array or Vector columns, as ``predict`` takes); it gives what ``predict`` puts in
+        its ``prediction`` column. It carries the model (broadcast once, loaded once per Python
+        worker), so it keeps working after :meth:`shutdown`.
+
+        Parameters
+        ----------
+        batch_size : int, default 32
+            Rows the model runs on at a time, within each Arrow batch Spark sends
+            (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default).
+        feature_cols : str or list of str, optional
+            The columns the UDF takes when called with none (``udf()``); they also name the
+            model inputs in errors.
+        input_shapes : tuple or list of tuples, optional
+            One row's shape per model input, e.g. ``[(4,)]``. A Keras model states its own; a
+            torch model needs this, to type the result before the UDF runs.
+
+        Returns
+        -------
+        ModelUDF
+            Call it with columns (``df.select(udf("features"))``), or register it for SQL
+            (``spark.udf.register("model_predict", udf)``).
+
+        Raises
+        ------
+        InvalidArgumentError
+            Shapes unknown or wrong, or ``feature_cols`` not one per input. Called with the
+            wrong number of columns, the UDF raises on the driver; a column whose rows do not
+            have the input's shape fails the query with a message naming the column and input.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> from zoo_lite.learn.pytorch import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> net = torch.nn.Linear(2, 1)
+        >>> torch.nn.init.ones_(net.weight), torch.nn.init.zeros_(net.bias)  # doctest: +ELLIPSIS
+        (...)
+        >>> est = Estimator.from_torch(model=net, loss=torch.nn.MSELoss())
+        >>> predict = est.spark_udf(input_shapes=[(2,)])
+        >>> df = OrcaContext.get_spark_session().createDataFrame([([1.0, 2.0],), ([3.0, 4.0],)], "features array<double>")
+        >>> [row.prediction for row in df.select(predict("features").alias("prediction")).collect()]
+        [3.0, 7.0]
+        """
+        return model_udf(self._model, self.framework.model_payload(self._model), self.framework.predict, batch_size,
+                         feature_cols, input_shapes)
+
     def _predict(self, data: Any, feature_cols: Cols, batch_size: int, output_cols: Optional[Sequence[str]] = None) -> Any:
         """Predictions next to the input, in its order, computed in the Spark tasks that hold it
         (see :mod:`zoo_lite.learn.base.predict`)."""
@@ -473,9 +525,9 @@ class EstimatorEntry:
         return checkpoints.latest_checkpoint(checkpoint_dir)
 
     @staticmethod
-    def _checked_common(backend: str, workers_per_node: int, config: Optional[dict[str, Any]],
-                        seed: Optional[int]) -> tuple[int, dict[str, Any], int]:
-        """``workers_per_node``, the user's ``config`` (a copy) and the seed (drawn when None),
+    def _checked_common(backend: str, workers_per_node: Optional[int], config: Optional[dict[str, Any]],
+                        seed: Optional[int], num_workers: Optional[int] = None) -> tuple[Workers, dict[str, Any], int]:
+        """The workers asked for, the user's ``config`` (a copy) and the seed (drawn when None),
         after checking the arguments every ``from_*`` takes."""
         if backend not in ("ray", "spark"):
             raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
@@ -483,7 +535,7 @@ class EstimatorEntry:
             raise InvalidArgumentError(f"config={config!r} must be a dict")
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
-        return check_positive_int(workers_per_node, "workers_per_node"), dict(config or {}), int(seed)
+        return Workers.of(workers_per_node, num_workers), dict(config or {}), int(seed)
 
 
 # runner calls without a closure: pickled by reference, as module-level functions

@@ -10,7 +10,8 @@ inputs). A framework says how to load and run its model with a :class:`PredictRe
 
 from __future__ import annotations
 
-import uuid
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Optional, Sequence
 
@@ -24,9 +25,15 @@ if TYPE_CHECKING:
 
     from zoo_lite.data.shard import SparkXShards
 
-__all__ = ["PredictRecipe", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names"]
+__all__ = ["PredictRecipe", "BroadcastModel", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names",
+           "per_row", "arrow_column", "spark_type_of"]
 
 PREDICTION = "prediction"
+
+
+def no_input_signature(model: Any) -> None:
+    """For models that do not state their input shapes (the ``input_signature`` of a recipe)."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -36,12 +43,15 @@ class PredictRecipe:
 
     ``load(payload) -> model`` runs once per executor Python worker; ``run(model, inputs,
     batch_size)`` returns one array per model output, one row per input row; ``set_threads(n)``
-    sizes the framework's thread pool to the task's CPUs at the start of each task.
+    sizes the framework's thread pool to the task's CPUs at the start of each task;
+    ``input_signature(model)`` gives the row shape and dtype of each input when the model states
+    them (Keras), else None (torch), for :mod:`zoo_lite.learn.base.udf`.
     """
 
     load: Callable[[bytes], Any]
     run: Callable[[Any, tuple[np.ndarray, ...], int], list[np.ndarray]]
     set_threads: Callable[[int], None]
+    input_signature: Callable[[Any], Optional[list[tuple[tuple[int, ...], Any]]]] = no_input_signature
 
 
 def predict_in_batches(run_batch: Callable[[Any, list[np.ndarray]], list[np.ndarray]], model: Any,
@@ -69,32 +79,38 @@ def _task_cpus() -> int:
     return int(context.cpus()) if context is not None else 1
 
 
-def _start_task(recipe: PredictRecipe, shipped: "_BroadcastModel") -> Any:
-    """At the start of a Spark task: the framework's threads sized to the task, and the model."""
-    recipe.set_threads(_task_cpus())
-    return shipped.load()
+#: models loaded in this Python worker, newest last, by the hash of their bytes; a few are kept so
+#: that two UDFs (or a UDF and a predict) used in turn do not reload each other's model
+_model_cache: "OrderedDict[str, Any]" = OrderedDict()
+_KEPT_MODELS = 4
 
 
-_model_cache: dict[str, Any] = {}
-
-
-class _BroadcastModel:
-    """A model sent to the executors once; the cache key is a token made on the driver (a
-    broadcast read on an executor has no id of its own). Only the latest model is kept."""
+class BroadcastModel:
+    """A model sent to the executors once, as a broadcast of its bytes, with the recipe that loads
+    and runs it. A Python worker loads it at most once: the cache key is the bytes' SHA-256, made on
+    the driver (a broadcast read on an executor has no id of its own)."""
 
     def __init__(self, payload: bytes, recipe: PredictRecipe) -> None:
         from zoo_lite.context import OrcaContext
 
-        self.token = uuid.uuid4().hex
+        self.token = hashlib.sha256(payload).hexdigest()
         self.recipe = recipe
         self.broadcast = OrcaContext.get_spark_context().broadcast(payload)
 
     def load(self) -> Any:
+        """The model, from this worker's cache or loaded now."""
         model = _model_cache.get(self.token)
         if model is None:
-            _model_cache.clear()
             model = _model_cache[self.token] = self.recipe.load(self.broadcast.value)
+            while len(_model_cache) > _KEPT_MODELS:
+                _model_cache.popitem(last=False)
+        _model_cache.move_to_end(self.token)
         return model
+
+    def start_task(self) -> Any:
+        """At the start of a Spark task: the framework's threads sized to the task, and the model."""
+        self.recipe.set_threads(_task_cpus())
+        return self.load()
 
 
 def output_names(output_cols: Optional[Sequence[str]], outputs: int) -> list[str]:
@@ -116,20 +132,52 @@ def output_names(output_cols: Optional[Sequence[str]], outputs: int) -> list[str
     return [PREDICTION] if outputs == 1 else [f"{PREDICTION}_{i}" for i in range(outputs)]
 
 
-def _per_row(outputs: list[np.ndarray]) -> list[np.ndarray]:
-    """A ``(rows, 1)`` output becomes one value per row."""
+def per_row(outputs: list[np.ndarray]) -> list[np.ndarray]:
+    """A ``(rows, 1)`` output becomes one value per row.
+
+    Examples
+    --------
+    >>> [out.shape for out in per_row([np.zeros((3, 1)), np.zeros((3, 2, 2))])]
+    [(3,), (3, 2, 2)]
+    """
     return [out.reshape(len(out)) if out.ndim == 2 and out.shape[1] == 1 else out for out in outputs]
 
 
-def _arrow_column(values: np.ndarray) -> "pa.Array":
+def arrow_column(values: np.ndarray) -> "pa.Array":
+    """A model output as an Arrow column of float32: one value per row for ``(rows,)``, a list per
+    row for ``(rows, k)``, and nested lists keeping the tensor's shape for more dimensions.
+
+    Examples
+    --------
+    >>> arrow_column(np.arange(4).reshape(2, 1, 2)).to_pylist()
+    [[[0.0, 1.0]], [[2.0, 3.0]]]
+    """
     import pyarrow as pa
 
     flat = np.ascontiguousarray(values, dtype=np.float32)
-    if flat.ndim == 1:
-        return pa.array(flat)
-    width = int(np.prod(flat.shape[1:]))
-    offsets = np.arange(0, (len(flat) + 1) * width, width, dtype=np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.reshape(-1)))
+    column = pa.array(flat.reshape(-1))
+    for level in range(flat.ndim - 1, 0, -1):   # innermost dimension first
+        lists = int(np.prod(flat.shape[:level]))   # how many lists of flat.shape[level] values this level has
+        offsets = np.arange(lists + 1, dtype=np.int32) * flat.shape[level]
+        column = pa.ListArray.from_arrays(pa.array(offsets), column)
+    return column
+
+
+def spark_type_of(ndim: int) -> Any:
+    """The Spark type of an output with ``ndim`` dimensions, rows included: float for one value
+    per row, ``array<float>`` for a vector, nested arrays for a tensor (as :func:`arrow_column`).
+
+    Examples
+    --------
+    >>> spark_type_of(1).simpleString(), spark_type_of(3).simpleString()
+    ('float', 'array<array<float>>')
+    """
+    from pyspark.sql import types
+
+    kind: Any = types.FloatType()
+    for _ in range(ndim - 1):
+        kind = types.ArrayType(kind, containsNull=False)
+    return kind
 
 
 def _probe_outputs(model: Any, recipe: PredictRecipe, first_row: "pa.Table", feature_names: list[str],
@@ -139,7 +187,7 @@ def _probe_outputs(model: Any, recipe: PredictRecipe, first_row: "pa.Table", fea
 
     if first_row.num_rows == 0:
         return None
-    return _per_row(recipe.run(model, convert.arrow_to_model_arrays(first_row, feature_names, None)["x"], batch_size))
+    return per_row(recipe.run(model, convert.arrow_to_model_arrays(first_row, feature_names, None)["x"], batch_size))
 
 
 def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, recipe: PredictRecipe,
@@ -171,21 +219,20 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     taken = [name for name in names if name in df.columns]
     if taken:
         raise InvalidArgumentError(f"data already has the column(s) {taken}; rename or drop them, or pass output_cols=[...]")
-    widths = [out.ndim for out in probe] if probe is not None else [1] * len(names)
-    column_types = [types.FloatType() if ndim == 1 else types.ArrayType(types.FloatType(), containsNull=False) for ndim in widths]
+    column_types = [spark_type_of(out.ndim) for out in probe] if probe is not None else [types.FloatType()] * len(names)
     schema = types.StructType(df.schema.fields + [types.StructField(name, kind, nullable=False)
                                                   for name, kind in zip(names, column_types)])
-    shipped = _BroadcastModel(payload, recipe)
+    shipped = BroadcastModel(payload, recipe)
     keep = len(df.columns)
 
     @streaming_transportably
     def predict(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
         import pyarrow as pa
 
-        net = _start_task(recipe, shipped)
+        net = shipped.start_task()
         for batch in batches:
             inputs = convert.arrow_to_model_arrays(pa.Table.from_batches([batch]), feature_names, None)["x"]
-            columns = [_arrow_column(out) for out in _per_row(recipe.run(net, inputs, batch_size))]
+            columns = [arrow_column(out) for out in per_row(recipe.run(net, inputs, batch_size))]
             yield pa.RecordBatch.from_arrays(batch.columns[:keep] + columns, names=batch.schema.names[:keep] + names)
 
     return source.mapInArrow(predict, schema)
@@ -200,14 +247,13 @@ def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecip
 
     from zoo_lite.data import convert
 
-    shipped = _BroadcastModel(payload, recipe)
-
+    shipped = BroadcastModel(payload, recipe)
     columns = convert.Columns.of(feature_cols)
 
     def predict(shard: Any) -> Any:
-        net = _start_task(recipe, shipped)
+        net = shipped.start_task()
         inputs = convert.shard_to_model_arrays(shard, columns, need_labels=False)["x"]   # checks the columns
-        outputs = _per_row(recipe.run(net, inputs, batch_size))
+        outputs = per_row(recipe.run(net, inputs, batch_size))
         names = output_names(output_cols, len(outputs))
         if isinstance(shard, pd.DataFrame):
             return shard.assign(**{name: list(out) if out.ndim > 1 else out for name, out in zip(names, outputs)})

@@ -23,12 +23,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
-from zoo_lite.errors import WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
+from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.user_code import user_code_by_value
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "start_worker_group", "wait_for_free_cpus", "runner_call_name"]
+__all__ = ["WorkerGroup", "WorkerInfo", "Workers", "start_worker_group", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
 
 _logger = logging.getLogger("zoo_lite.learn")
 #: what a rendezvous says when the port its worker picked was taken in the meantime (gRPC, gloo, OS)
@@ -171,7 +171,7 @@ class WorkerGroup:
     """
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
-                 start_timeout_s: float = 180.0) -> None:
+                 start_timeout_s: float = 180.0, num_workers: Optional[int] = None) -> None:
         workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
         from zoo_lite.context import ray_context_started_on_demand
 
@@ -181,9 +181,10 @@ class WorkerGroup:
         self.ray_address = self._ray_context.address
         self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
         nodes = _cpu_nodes()
+        counts = workers_on_nodes(len(nodes), workers_per_node, num_workers)
         #: the zoo_lite node name each rank runs on
-        self.node_names = [node.name for node in nodes for _ in range(workers_per_node)]
-        self.actors = self._start_actors(nodes, runner_factory, workers_per_node, self.progress_board)
+        self.node_names = [node.name for node, count in zip(nodes, counts) for _ in range(count)]
+        self.actors = self._start_actors(nodes, counts, runner_factory, self.progress_board)
         try:
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
@@ -193,24 +194,25 @@ class WorkerGroup:
             raise
 
     @staticmethod
-    def _start_actors(nodes: list[_CpuNode], runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int,
+    def _start_actors(nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
                       progress_board: Any) -> list[Any]:
+        """``counts[i]`` actors on node ``i``, each with the node's CPUs divided by that count;
+        ranks in node order."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not nodes:
             raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
-        world_size = len(nodes) * workers_per_node
+        world_size = sum(counts)
         actor_class = ray.remote(_WorkerActor)
         actors = []
         with user_code_by_value():   # the runner factory carries the user's model and creators
-            for node_index, node in enumerate(nodes):
-                for local in range(workers_per_node):
-                    rank = node_index * workers_per_node + local
-                    info = WorkerInfo(rank, world_size, max(1, int(node.cpus // workers_per_node)),
-                                      progress_board if rank == 0 else None)
+            for node, count in zip(nodes, counts):
+                for _ in range(count):
+                    rank = len(actors)
+                    info = WorkerInfo(rank, world_size, max(1, int(node.cpus // count)), progress_board if rank == 0 else None)
                     actors.append(actor_class.options(
-                        num_cpus=node.cpus / workers_per_node, namespace=_NAMESPACE,
+                        num_cpus=node.cpus / count, namespace=_NAMESPACE,
                         scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
                     ).remote(runner_factory, info))
         return actors
@@ -332,8 +334,50 @@ class WorkerGroup:
         self.kill()
 
 
+@dataclass(frozen=True)
+class Workers:
+    """How many training workers an Estimator asks for: ``per_node`` on every Ray node (Orca's
+    ``workers_per_node``), or ``total`` spread over the nodes (``num_workers``)."""
+
+    per_node: int = 1
+    total: Optional[int] = None
+
+    @staticmethod
+    def of(workers_per_node: Optional[int], num_workers: Optional[int]) -> "Workers":
+        """The checked choice of ``from_torch``/``from_keras``; giving both is an error.
+
+        Examples
+        --------
+        >>> Workers.of(None, None), Workers.of(2, None), Workers.of(None, 3)
+        (Workers(per_node=1, total=None), Workers(per_node=2, total=None), Workers(per_node=1, total=3))
+        """
+        if workers_per_node is not None and num_workers is not None:
+            raise InvalidArgumentError(
+                f"workers_per_node={workers_per_node!r} and num_workers={num_workers!r} were both given; give num_workers "
+                "(the total, spread over the Ray nodes) or workers_per_node (Orca's: on every node), not both"
+            )
+        if num_workers is not None:
+            return Workers(total=check_positive_int(num_workers, "num_workers"))
+        return Workers(per_node=check_positive_int(1 if workers_per_node is None else workers_per_node, "workers_per_node"))
+
+
+def workers_on_nodes(nodes: int, workers_per_node: int = 1, num_workers: Optional[int] = None) -> list[int]:
+    """How many workers each of ``nodes`` Ray nodes runs: ``workers_per_node`` on every node, or
+    ``num_workers`` in all, spread as evenly as the nodes allow (the first nodes get one more).
+
+    Examples
+    --------
+    >>> workers_on_nodes(2, workers_per_node=2), workers_on_nodes(2, num_workers=3), workers_on_nodes(3, num_workers=2)
+    ([2, 2], [2, 1], [1, 1, 0])
+    """
+    if num_workers is None:
+        return [workers_per_node] * nodes
+    base, extra = divmod(num_workers, max(nodes, 1))
+    return [base + (1 if index < extra else 0) for index in range(nodes)]
+
+
 def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
-                       start_timeout_s: float = 180.0) -> "WorkerGroup":
+                       start_timeout_s: float = 180.0, num_workers: Optional[int] = None) -> "WorkerGroup":
     """A started :class:`WorkerGroup`, started once more if its rendezvous failed on a port taken
     in the meantime: each worker picks a free port before the framework binds it, and another
     process can take it in between (seen with three test sessions on one machine).
@@ -352,13 +396,13 @@ def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_
     >>> group.shutdown()
     """
     try:
-        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s)
+        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers)
     except WorkerError as error:
         if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in _PORT_TAKEN):
             raise
         _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
                         error.message.splitlines()[0])
-    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s)
+    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers)
 
 
 def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:

@@ -13,14 +13,16 @@ import torch
 
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.learn.base import checkpoints
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
 from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
 from zoo_lite.learn.base.progress import learn_logger
+from zoo_lite.learn.base.worker_group import Workers
 from zoo_lite.learn.pytorch import data as torch_data
 from zoo_lite.learn.pytorch.callbacks import Callback
 from zoo_lite.learn.pytorch.feeds import held_target
-from zoo_lite.learn.pytorch.predict import TORCH_PREDICT, model_bytes
+from zoo_lite.learn.pytorch.predict import MODEL_BY_VALUE, TORCH_PREDICT, model_bytes
 from zoo_lite.learn.pytorch.runner import TorchRunner, decode_state_into, encode_state
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model
 
@@ -45,13 +47,13 @@ class TorchEstimator(GroupEstimator):
     Built by :meth:`Estimator.from_torch`; see there for the arguments.
     """
 
-    def __init__(self, spec: TorchSpec, workers_per_node: int, use_tqdm: bool, model_dir: Optional[str],
+    def __init__(self, spec: TorchSpec, workers: Workers, use_tqdm: bool, model_dir: Optional[str],
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
         torch.manual_seed(spec.seed)
         model = build_model(spec.model, spec.config)
         spec.build_optimizer(model)   # a clear error for a bad optimizer creator before any worker starts
         extras = {"optimizer_state": None, "scheduler_state": None, "epoch": 0, "global_step": 0}
-        super().__init__(TORCH, spec, model, extras, workers_per_node, start_timeout_s, max_failures, model_dir,
+        super().__init__(TORCH, spec, model, extras, workers, start_timeout_s, max_failures, model_dir,
                          learn_logger(log_level))
         self.use_tqdm = use_tqdm
 
@@ -188,8 +190,12 @@ class TorchEstimator(GroupEstimator):
 
     def save(self, path: str) -> str:
         """Save model, optimizer and scheduler state and the epoch counter to ``path`` (a
-        ``torch.save`` dict with ``model_state``); the same file as :meth:`save_checkpoint`."""
-        return self.save_checkpoint(path)
+        ``torch.save`` dict with ``model_state``, as :meth:`save_checkpoint` writes), plus the
+        model itself pickled by value (``model_by_value``), so that
+        :func:`zoo_lite.learn.spark_udf` rebuilds it in a job without the training code."""
+        state = {**self._extras, MODEL_BY_VALUE: model_bytes(self._model)}
+        checkpoints.write_atomically(path, self.framework.state.encode(self._model, state))
+        return path
 
     def load(self, path: str) -> None:
         """Load what :meth:`save` (or a ``ModelCheckpoint``, or ``torch.save(model.state_dict())``)
@@ -202,12 +208,12 @@ class Estimator(EstimatorEntry):
 
     @staticmethod
     def from_torch(model: Any, optimizer: Any = None, loss: Any = None, metrics: Any = None, backend: str = "ray",
-                   config: Optional[dict[str, Any]] = None, workers_per_node: int = 1,
+                   config: Optional[dict[str, Any]] = None, workers_per_node: Optional[int] = None,
                    scheduler_creator: Optional[Callable[..., Any]] = None, use_tqdm: bool = False,
                    model_dir: Optional[str] = None, seed: Optional[int] = None, sync_stats: bool = True,
                    log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3,
-                   worker_config: Optional[WorkerConfig] = None) -> TorchEstimator:
-        """A PyTorch Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
+                   worker_config: Optional[WorkerConfig] = None, num_workers: Optional[int] = None) -> TorchEstimator:
+        """A PyTorch Estimator trained on ``num_workers`` Ray workers (by default one per Ray node).
 
         Parameters
         ----------
@@ -231,7 +237,9 @@ class Estimator(EstimatorEntry):
             Both run on zoo_lite's Ray-on-Spark worker group.
         config : dict, optional
             Passed to the creators; the user's own.
-        workers_per_node : int, default 1
+        workers_per_node : int, optional
+            Orca's: this many workers on every Ray node (1 when neither this nor ``num_workers``
+            is given).
         scheduler_creator : callable, optional
             ``(optimizer, config) -> scheduler``, stepped after every epoch.
         use_tqdm : bool, default False
@@ -249,6 +257,10 @@ class Estimator(EstimatorEntry):
             zoo_lite's own worker settings (collective timeout, shared-memory exchange). The keys
             ``collective_timeout_s`` and ``shared_memory_exchange`` of ``config`` still work, with
             a ``DeprecationWarning``.
+        num_workers : int, optional
+            The total number of training workers, spread over the Ray nodes as evenly as they
+            allow (the first nodes get one more), so a script trains on the same number of
+            workers on a laptop and on a cluster. Give this or ``workers_per_node``, not both.
 
         Returns
         -------
@@ -276,7 +288,7 @@ class Estimator(EstimatorEntry):
         True
         >>> est.shutdown()
         """
-        workers_per_node, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed)
+        workers, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed, num_workers)
         settings = WorkerConfig.resolve(worker_config, config)
         spec = TorchSpec.from_user(model, optimizer, loss, metrics, scheduler_creator, config, seed, sync_stats, settings)
-        return TorchEstimator(spec, workers_per_node, use_tqdm, model_dir, log_level, start_timeout_s, max_failures)
+        return TorchEstimator(spec, workers, use_tqdm, model_dir, log_level, start_timeout_s, max_failures)

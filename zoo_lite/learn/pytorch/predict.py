@@ -14,7 +14,10 @@ from zoo_lite.learn.pytorch.feeds import tensor_from_array
 from zoo_lite.learn.pytorch.specs import model_dtype
 from zoo_lite.user_code import user_code_by_value
 
-__all__ = ["TORCH_PREDICT", "predict_arrays", "model_bytes"]
+__all__ = ["TORCH_PREDICT", "MODEL_BY_VALUE", "predict_arrays", "model_bytes"]
+
+#: the key of a ``TorchEstimator.save`` file that holds :func:`model_bytes` of the model
+MODEL_BY_VALUE = "model_by_value"
 
 
 def _set_threads(cpus: int) -> None:

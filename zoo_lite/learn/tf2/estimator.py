@@ -18,13 +18,14 @@ from zoo_lite.errors import InvalidArgumentError, check_positive_int
 from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
 from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
 from zoo_lite.learn.base.progress import learn_logger
+from zoo_lite.learn.base.worker_group import Workers
 from zoo_lite.learn.tf2 import datasets
 from zoo_lite.learn.tf2.callbacks import check_callbacks
 from zoo_lite.learn.tf2.feeds import as_model_dtype
 from zoo_lite.learn.tf2.predict import KERAS_PREDICT
 from zoo_lite.learn.tf2.runner import KerasRunner
-from zoo_lite.learn.tf2.specs import (KerasSpec, check_compiled, decode_state_into, encode_state, model_from_bytes,
-                                      model_to_bytes)
+from zoo_lite.learn.tf2.specs import (KerasSpec, check_built, check_compiled, decode_state_into, encode_state, is_compiled,
+                                      model_from_bytes, model_to_bytes)
 
 __all__ = ["Estimator", "KerasEstimator", "KERAS"]
 
@@ -53,11 +54,11 @@ class KerasEstimator(GroupEstimator):
     Built by :meth:`Estimator.from_keras`; see there for the arguments.
     """
 
-    def __init__(self, spec: KerasSpec, model: Any, workers_per_node: int, model_dir: Optional[str],
+    def __init__(self, spec: KerasSpec, model: Any, workers: Workers, model_dir: Optional[str],
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
-        # built now, so that the driver's and the workers' states always hold the same optimizer variables
-        model.optimizer.build(model.trainable_variables)
-        super().__init__(KERAS, spec, model, {"epoch": 0}, workers_per_node, start_timeout_s, max_failures, model_dir,
+        if is_compiled(model):   # built now, so that the driver's and the workers' states hold the same optimizer variables
+            model.optimizer.build(model.trainable_variables)
+        super().__init__(KERAS, spec, model, {"epoch": 0}, workers, start_timeout_s, max_failures, model_dir,
                          learn_logger(log_level))
 
     def fit(self, data: Any, epochs: int = 1, batch_size: int = 32, verbose: int = 1, callbacks: Optional[Sequence[Any]] = None,
@@ -125,6 +126,7 @@ class KerasEstimator(GroupEstimator):
         ['loss']
         >>> est.shutdown()
         """
+        check_compiled(self._model, "fit")
         epochs = check_positive_int(epochs, "epochs")
         batch_size = check_positive_int(batch_size, "batch_size")
         validation_freq = check_positive_int(validation_freq, "validation_freq")
@@ -191,6 +193,7 @@ class KerasEstimator(GroupEstimator):
         {'loss': 0.0}
         >>> est.shutdown()
         """
+        check_compiled(self._model, "evaluate")
         if num_steps is not None:
             check_positive_int(num_steps, "num_steps")
         _unsupported("sample_weight", sample_weight, None, "weigh classes with fit's class_weight")
@@ -255,7 +258,7 @@ class KerasEstimator(GroupEstimator):
             model = keras.models.load_model(filepath, custom_objects=custom_objects, compile=compile)
         except (FileNotFoundError, ValueError) as error:
             raise InvalidArgumentError(f"load: cannot load a Keras model from filepath={filepath!r}: {error}") from error
-        check_compiled(model, "load: the saved model")
+        check_built(model, "load: the saved model")
         self.shutdown()
         self.spec = dataclasses.replace(self.spec, model_bytes=model_to_bytes(model), model_creator=None, compile_args_creator=None)
         self._model = model
@@ -288,17 +291,19 @@ class Estimator(EstimatorEntry):
     @staticmethod
     def from_keras(model: Any = None, *, model_creator: Optional[Callable[[dict], Any]] = None,
                    config: Optional[dict[str, Any]] = None, compile_args_creator: Optional[Callable[[dict], dict]] = None,
-                   workers_per_node: int = 1, backend: str = "ray", model_dir: Optional[str] = None,
+                   workers_per_node: Optional[int] = None, backend: str = "ray", model_dir: Optional[str] = None,
                    seed: Optional[int] = None, keras_model: Any = None, verbose: bool = False, cpu_binding: bool = False,
                    log_level: int = logging.INFO, start_timeout_s: float = 180.0, max_failures: int = 3,
-                   worker_config: Optional[WorkerConfig] = None) -> KerasEstimator:
-        """A Keras Estimator trained on ``num_ray_nodes × workers_per_node`` Ray workers.
+                   worker_config: Optional[WorkerConfig] = None, num_workers: Optional[int] = None) -> KerasEstimator:
+        """A Keras Estimator trained on ``num_workers`` Ray workers (by default one per Ray node).
 
         Parameters
         ----------
         model : keras.Model, optional
             A built, compiled model (``keras_model=`` is the same, in Orca's older form). It goes
-            to the workers in Keras' ``.keras`` format, compile config included.
+            to the workers in Keras' ``.keras`` format, compile config included. A model used
+            only for ``predict`` and ``spark_udf`` (a featuriser) needs no ``compile``; ``fit``
+            and ``evaluate`` then say that they need one.
         model_creator : callable, optional
             ``config -> compiled keras.Model``, Orca's form; run on every worker. Give either
             ``model`` or ``model_creator``.
@@ -306,7 +311,9 @@ class Estimator(EstimatorEntry):
             Passed to the creators; the user's own.
         compile_args_creator : callable, optional
             ``config -> dict`` of ``model.compile`` arguments, applied to the model after it is built.
-        workers_per_node : int, default 1
+        workers_per_node : int, optional
+            Orca's: this many workers on every Ray node (1 when neither this nor ``num_workers``
+            is given).
         backend : {"ray", "spark"}
             Both run on zoo_lite's Ray-on-Spark worker group.
         model_dir : str, optional
@@ -322,6 +329,10 @@ class Estimator(EstimatorEntry):
             zoo_lite's own worker settings (collective timeout, shared-memory exchange, gradient
             slices). The keys ``collective_timeout_s``, ``shared_memory_exchange`` and
             ``gradient_chunk_rows`` of ``config`` still work, with a ``DeprecationWarning``.
+        num_workers : int, optional
+            The total number of training workers, spread over the Ray nodes as evenly as they
+            allow (the first nodes get one more), so a script trains on the same number of
+            workers on a laptop and on a cluster. Give this or ``workers_per_node``, not both.
 
         Returns
         -------
@@ -358,7 +369,7 @@ class Estimator(EstimatorEntry):
                 "from_keras needs exactly one of model= (a compiled keras.Model) or model_creator= (config -> compiled "
                 f"keras.Model); got {'both' if model is not None else 'neither'}"
             )
-        workers_per_node, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed)
+        workers, config, seed = EstimatorEntry._checked_common(backend, workers_per_node, config, seed, num_workers)
         for name, creator in (("model_creator", model_creator), ("compile_args_creator", compile_args_creator)):
             if creator is not None and not callable(creator):
                 raise InvalidArgumentError(f"{name}={creator!r} must be a callable taking config")
@@ -367,7 +378,7 @@ class Estimator(EstimatorEntry):
             spec, model = _spec_of_model(spec, model)
         else:
             model = spec.build_model()   # the driver's copy, for get_model, save and predict
-        return KerasEstimator(spec, model, workers_per_node, model_dir, log_level, start_timeout_s, max_failures)
+        return KerasEstimator(spec, model, workers, model_dir, log_level, start_timeout_s, max_failures)
 
 
 def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
@@ -379,8 +390,9 @@ def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
         raise InvalidArgumentError(f"model is a {type(model).__name__}; it must be a keras.Model (Keras 3), or pass model_creator")
     if spec.compile_args_creator is not None:
         model.compile(**spec.compile_args_creator(spec.config))
-    check_compiled(model, "model")
-    model.optimizer.build(model.trainable_variables)   # saved with its variables, so the reload below matches it
+    check_built(model, "model")
+    if is_compiled(model):   # saved with its variables, so the reload below matches it
+        model.optimizer.build(model.trainable_variables)
     try:
         blob = model_to_bytes(model)
         model_from_bytes(blob)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Collection
+from typing import Any, Collection, Optional
 
 import numpy as np
 
 from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
-__all__ = ["KERAS_PREDICT", "predict_arrays", "autograph_modules", "remove_autograph_files"]
+__all__ = ["KERAS_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files"]
 
 #: the prefix of the modules (and their files) that TensorFlow's autograph writes
 _AUTOGRAPH_PREFIX = "__autograph_generated_file"
@@ -95,8 +95,21 @@ def _predict_batch(model: Any, batch: list[np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(o) for o in outputs]
 
 
+def input_signature(model: Any) -> Optional[list[tuple[tuple[int, ...], Any]]]:
+    """Each input's row shape and dtype, as the model states them; None when a dimension other
+    than the rows is open (``keras.Input(shape=(None, 3))``)."""
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        return None
+    shapes = [tuple(tensor.shape[1:]) for tensor in inputs]
+    if any(dim is None for shape in shapes for dim in shape):
+        return None
+    return [(tuple(int(dim) for dim in shape), np.dtype(tensor.dtype)) for shape, tensor in zip(shapes, inputs)]
+
+
 def _model_from_payload(payload: bytes) -> Any:
     return model_from_bytes(payload, compile=False)
 
 
-KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads)
+KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads,
+                              input_signature=input_signature)

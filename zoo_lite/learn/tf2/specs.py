@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import keras
 
 __all__ = ["KerasSpec", "model_to_bytes", "model_from_bytes", "state_to_bytes", "state_from_bytes",
-           "load_state_into", "check_compiled"]
+           "load_state_into", "check_built", "check_compiled", "is_compiled"]
 
 _MODEL_ENTRY, _STATE_ENTRY = "model.keras", "state.json"
 
@@ -83,8 +83,8 @@ def load_state_into(model: "keras.Model", keras_bytes: bytes) -> None:
         model.load_weights(path)
 
 
-def check_compiled(model: Any, where: str) -> None:
-    """A built, compiled ``keras.Model`` with one loss, or a clear error."""
+def check_built(model: Any, where: str) -> None:
+    """A built ``keras.Model`` (its weights exist), or a clear error; all that predict needs."""
     import keras
 
     if not isinstance(model, keras.Model):
@@ -92,12 +92,24 @@ def check_compiled(model: Any, where: str) -> None:
     if not model.built:
         raise InvalidArgumentError(
             f"{where}: the model {model.name!r} is not built; give it an input shape (keras.Input(shape=...) or a first "
-            "layer with input_shape) so that its weights exist before training"
+            "layer with input_shape) so that its weights exist"
         )
-    if getattr(model, "optimizer", None) is None or getattr(model, "loss", None) is None:
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether ``model`` has the optimizer and loss that training and evaluation need."""
+    return getattr(model, "optimizer", None) is not None and getattr(model, "loss", None) is not None
+
+
+def check_compiled(model: Any, where: str) -> None:
+    """A built, compiled ``keras.Model`` with one loss, or a clear error (fit and evaluate need one;
+    predict and spark_udf take a model as it is)."""
+    check_built(model, where)
+    if not is_compiled(model):
         raise InvalidArgumentError(
             f"{where}: the model {model.name!r} is not compiled; call model.compile(optimizer=..., loss=...) first, "
-            "or pass compile_args_creator=lambda config: {'optimizer': ..., 'loss': ...}"
+            "or pass compile_args_creator=lambda config: {'optimizer': ..., 'loss': ...} (predict and spark_udf "
+            "need no compile)"
         )
 
 
@@ -113,7 +125,7 @@ class KerasSpec:
     worker_config: WorkerConfig = WorkerConfig()
 
     def build_model(self) -> "keras.Model":
-        """The compiled model, with the seed set first (so a creator builds the same model everywhere)."""
+        """The model (compiled unless the user gave a model for predict only), with the seed set first (so a creator builds the same model everywhere)."""
         import keras
 
         keras.utils.set_random_seed(self.seed)
@@ -135,5 +147,5 @@ class KerasSpec:
                     "model.compile arguments, e.g. {'optimizer': 'sgd', 'loss': 'mse'}"
                 )
             model.compile(**compile_args)
-        check_compiled(model, "model_creator's model" if self.model_creator is not None else "model")
+        check_built(model, "model_creator's model" if self.model_creator is not None else "model")
         return model
