@@ -1,0 +1,57 @@
+"""The pipelines in ``examples/`` run as users run them, at a small size: with ``python``, and the
+training job through ``scripts/spark-submit`` with a local master, from a shell without the venv."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_quickstart import shell_without_the_venv
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
+
+
+def run_example(command: list[str], cwd: Path) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=360, cwd=cwd, env=shell_without_the_venv())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return done.stdout
+
+
+def number(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in the output:\n{text[-3000:]}"
+    return float(found.group(1))
+
+
+def test_csv_pipeline_agrees_with_pandas(tmp_path: Path) -> None:
+    out = run_example([sys.executable, str(EXAMPLES / "csv_pipeline.py"), "--output", str(tmp_path), "--files", "6",
+                       "--rows-per-file", "500"], tmp_path)
+    assert "trips aggregated: 3000 in 6 files; equal to pandas: yes" in out
+
+
+def test_streaming_inference_scores_every_file_of_the_stream(tmp_path: Path) -> None:
+    out = run_example([sys.executable, str(EXAMPLES / "streaming_inference.py"), "--output", str(tmp_path / "out"), "--epochs", "10",
+                       "--files", "3"], tmp_path)
+    assert "rows scored by the stream: 450 of 450" in out
+    assert number(r"stream accuracy: ([0-9.]+)", out) >= 0.9
+    assert (tmp_path / "out" / "checkpoint" / "commits").is_dir()
+
+
+def test_transfer_learning_runs_the_featuriser_once_per_row(tmp_path: Path) -> None:
+    out = run_example([sys.executable, str(EXAMPLES / "transfer_learning.py"), "--epochs", "10", "--shards", "2"], tmp_path)
+    assert "featuriser rows: 1797 of 1797" in out
+    assert number(r"head test accuracy: ([0-9.]+)", out) >= 0.85
+
+
+def test_the_training_job_runs_under_spark_submit_on_two_workers(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "scripts" / "spark-submit"), "--master", "local[2]", str(EXAMPLES / "train_pipeline_job.py"),
+                       "--cluster-mode", "spark-submit", "--output", str(tmp_path), "--rows", "3000", "--epochs", "5"], tmp_path)
+    assert "trained on 2 worker(s)" in out
+    assert number(r"test accuracy: ([0-9.]+)", out) >= 0.8
