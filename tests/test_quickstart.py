@@ -1,6 +1,7 @@
 """The README's commands run ``examples/quickstart.py``: as shipped (``scripts/demo.sh`` form), and
-through ``scripts/spark-submit`` with a local and a local-cluster master, from a shell where the
-venv is not activated."""
+through ``scripts/spark-submit`` with a local-cluster master, from a shell where the venv is not
+activated. spark-submit with a local master (Ray started as in local mode) is run by
+``tests/test_examples.py``'s training job."""
 
 from __future__ import annotations
 
@@ -27,8 +28,6 @@ def shell_without_the_venv() -> dict[str, str]:
 
 COMMANDS = {
     "python": [sys.executable, QUICKSTART],
-    "spark-submit local[2]": [str(ROOT / "scripts" / "spark-submit"), "--master", "local[2]", QUICKSTART,
-                              "--cluster-mode", "spark-submit"],
     "spark-submit local-cluster": [str(ROOT / "scripts" / "spark-submit"), "--master", "local-cluster[2,1,1024]",
                                    QUICKSTART, "--cluster-mode", "spark-submit"],
 }

@@ -26,6 +26,7 @@ from zoo_lite.spark_settings import (
     memory_to_mb,
     registered_executors,
     spark_master_and_conf,
+    tensorflow_log_level,
 )
 
 if TYPE_CHECKING:
@@ -89,6 +90,18 @@ def _with_quiet_jvm_logging(conf: dict[str, str]) -> dict[str, str]:
     if "log4j2.configurationFile" not in existing:
         conf["spark.driver.extraJavaOptions"] = f"{existing} {option}".strip()
     return conf
+
+
+def _quiet_tensorflow_in_driver(settings: SparkSettings) -> None:
+    """Hide TensorFlow's C++ INFO and WARNING lines in this process, unless the user set
+    ``TF_CPP_MIN_LOG_LEVEL`` or ``spark_log_level`` asks for INFO lines.
+
+    Done before Spark starts, because local mode's Python workers inherit this environment from
+    the JVM. TensorFlow reads the variable once, when it is imported: a TensorFlow imported before
+    ``init_orca_context`` keeps its start-up lines."""
+    level = tensorflow_log_level(settings)
+    if level is not None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", level)
 
 
 def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSession":
@@ -212,7 +225,9 @@ def init_orca_context(
         ``extra_executor_memory_for_ray``, ``extra_python_lib``, ``penv_archive``, ``jars``,
         ``container_image``, ``redirect_spark_log``) and Ray options (``object_store_memory``,
         ``env``, ``extra_params``, ``num_ray_nodes``, ``ray_node_cpu_cores``, ``include_webui``,
-        ``system_config``). Any other name is an error.
+        ``system_config``). Any other name is an error. Below ``spark_log_level="INFO"``, zoo_lite
+        also sets ``TF_CPP_MIN_LOG_LEVEL=2`` (TensorFlow's C++ INFO and WARNING lines hidden) in
+        this process and Spark's Python workers, unless the environment already has a value.
 
     Returns
     -------
@@ -261,6 +276,7 @@ def init_orca_context(
         )
         ray_settings = RaySettings(**ray_kwargs)
         _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
+        _quiet_tensorflow_in_driver(settings)
         context = _adopt_running_spark(settings) or _start_spark(settings)
         context.ray_settings = ray_settings
         if init_ray_on_spark:

@@ -24,12 +24,18 @@ __all__ = [
     "RAY_KWARGS",
     "memory_to_mb",
     "spark_master_and_conf",
+    "tensorflow_log_level",
     "registered_executors",
 ]
 
 CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
 _CLUSTER_SUBMIT_MODES = ("yarn-cluster", "k8s-cluster")
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF", "TRACE")
+# the spark_log_level values that ask for start-up chatter (TensorFlow's C++ INFO lines) too
+_VERBOSE_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO")
+#: TF_CPP_MIN_LOG_LEVEL where neither the user nor spark_log_level says otherwise: 2 hides
+#: TensorFlow's C++ INFO and WARNING lines, and keeps its errors
+QUIET_TF_CPP_MIN_LOG_LEVEL = "2"
 _MEMORY_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _MB_PER_UNIT = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
 
@@ -186,6 +192,44 @@ class SparkSettings:
         """``cores`` with its default applied."""
         return self.default_cores if self.cores is None else self.cores
 
+    @property
+    def verbose_logs(self) -> bool:
+        """Whether ``spark_log_level`` asks for INFO lines or more (then nothing is hidden)."""
+        return str(self.spark_log_level).upper() in _VERBOSE_LOG_LEVELS
+
+
+def tensorflow_log_level(settings: SparkSettings) -> Optional[str]:
+    """``TF_CPP_MIN_LOG_LEVEL`` for the driver and Spark's Python workers.
+
+    The user's own value (in this process's environment) wins; otherwise ``"2"`` hides
+    TensorFlow's C++ INFO and WARNING lines, unless ``spark_log_level`` asks for INFO or more.
+
+    Parameters
+    ----------
+    settings : SparkSettings
+        The validated settings of ``init_orca_context``.
+
+    Returns
+    -------
+    str or None
+        The value to set, or None to leave TensorFlow's own default (show everything).
+
+    Examples
+    --------
+    >>> import os
+    >>> saved = os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    >>> tensorflow_log_level(SparkSettings()), tensorflow_log_level(SparkSettings(spark_log_level="INFO"))
+    ('2', None)
+    >>> os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"  # the user's own value wins
+    >>> tensorflow_log_level(SparkSettings())
+    '0'
+    >>> _ = os.environ.pop("TF_CPP_MIN_LOG_LEVEL") if saved is None else os.environ.update(TF_CPP_MIN_LOG_LEVEL=saved)
+    """
+    user_level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    if user_level:
+        return user_level
+    return None if settings.verbose_logs else QUIET_TF_CPP_MIN_LOG_LEVEL
+
 
 @dataclass(frozen=True)
 class RaySettings:
@@ -268,6 +312,9 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
     }
+    tf_level = tensorflow_log_level(settings)
+    if tf_level is not None:  # executors do not inherit the driver's environment
+        conf["spark.executorEnv.TF_CPP_MIN_LOG_LEVEL"] = tf_level
     if settings.driver_cores is not None:
         conf["spark.driver.cores"] = str(settings.driver_cores)
     if settings.driver_memory is not None:

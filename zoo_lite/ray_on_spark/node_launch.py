@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 
 from zoo_lite.errors import ClusterStartError, RayNodeStartError
 from zoo_lite.ray_on_spark.watchdog import RAY_LOGS_MARKER, WatchdogSpec
+from zoo_lite.spark_settings import QUIET_TF_CPP_MIN_LOG_LEVEL
 
 __all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for",
            "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "start_node"]
@@ -208,8 +209,19 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
 
 
 def ray_environment(plan: NodePlan) -> dict[str, str]:
-    """Environment of the Ray processes: token authentication on with the cluster's token."""
-    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
+    """Environment of the Ray processes: token authentication on with the cluster's token, and
+    TensorFlow's C++ INFO and WARNING lines hidden unless the workers' output is shown
+    (``log_output``); the user's ``env`` wins over both.
+
+    Examples
+    --------
+    >>> plan = NodePlan("h", 1, "s", "token", 1, 1.0, env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+    >>> ray_environment(plan)["TF_CPP_MIN_LOG_LEVEL"]
+    '1'
+    """
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
+           # "0" rather than nothing with log_output: the executor may pass on a quiet level of its own
+           "TF_CPP_MIN_LOG_LEVEL": "0" if plan.include_log_monitor else QUIET_TF_CPP_MIN_LOG_LEVEL}
     return {**env, **{str(k): str(v) for k, v in plan.env.items()}}
 
 
