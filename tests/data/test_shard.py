@@ -623,9 +623,21 @@ def test_to_spark_df_when_the_first_shard_has_an_all_missing_string_column(sc):
     pd.testing.assert_frame_equal(got, concat(frames))
 
 
-def test_to_spark_df_needs_pandas_shards(sc):
-    with pytest.raises(InvalidArgumentError, match=r"to_spark_df needs pandas DataFrame shards, but a shard is a ndarray"):
+def test_to_spark_df_needs_pandas_or_dict_shards(sc):
+    with pytest.raises(InvalidArgumentError, match=r"to_spark_df needs pandas DataFrame shards or dicts of arrays, but a shard is a ndarray"):
         XShards.partition(np.arange(4), 2).to_spark_df()
+    with pytest.raises(InvalidArgumentError, match=r"entries must be arrays with one row per first-axis entry, of equal length"):
+        XShards.partition({"x": np.zeros((4, 2)), "y": np.zeros(4)}, 2).transform_shard(lambda d: {**d, "y": d["y"][:1]}).to_spark_df()
+
+
+def test_to_spark_df_of_dict_shards_keeps_tensor_shapes_and_widens_unsigned_ints(sc):
+    x = np.arange(5 * 2 * 3, dtype=np.uint8).reshape(5, 2, 3)
+    y = np.arange(5, dtype=np.int64)
+    df = XShards.partition({"x": x, "y": y}, 2).to_spark_df()
+    assert df.schema.simpleString() == "struct<x:array<array<smallint>>,y:bigint>"
+    rows = df.collect()
+    np.testing.assert_array_equal(np.array([row.x for row in rows]), x)
+    assert [row.y for row in rows] == y.tolist()
 
 
 def test_save_pickle_load_pickle_round_trip_with_empty_partitions(sc, tmp_path, frame):

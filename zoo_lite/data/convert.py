@@ -162,6 +162,73 @@ def arrow_schema_of_pandas(df: pd.DataFrame) -> "pa.Schema":
     return pa.Schema.from_pandas(df, preserve_index=False)
 
 
+#: Spark has no unsigned integer types: each unsigned dtype goes to the signed one that holds it
+_SIGNED_FOR_UNSIGNED = {np.dtype("uint8"): np.dtype("int16"), np.dtype("uint16"): np.dtype("int32"),
+                        np.dtype("uint32"): np.dtype("int64"), np.dtype("uint64"): np.dtype("int64")}
+
+
+def ndarray_to_arrow(values: np.ndarray) -> "pa.Array":
+    """An array of rows as an Arrow column: one value per row for ``(rows,)``, a list per row for
+    ``(rows, k)``, nested lists keeping the shape for more dimensions (tensor cells); the dtype is
+    kept, but unsigned integers become the signed type that holds them (Spark has no unsigned).
+
+    Examples
+    --------
+    >>> ndarray_to_arrow(np.arange(4, dtype=np.uint8).reshape(2, 1, 2)).to_pylist()
+    [[[0, 1]], [[2, 3]]]
+    >>> ndarray_to_arrow(np.arange(4, dtype=np.uint8).reshape(2, 1, 2)).type
+    ListType(list<item: list<item: int16>>)
+    """
+    import pyarrow as pa
+
+    values = np.asarray(values)
+    if values.dtype in _SIGNED_FOR_UNSIGNED:
+        wider = _SIGNED_FOR_UNSIGNED[values.dtype]
+        if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+            raise InvalidArgumentError("a uint64 array holds values above int64's maximum, which Spark cannot hold")
+        values = values.astype(wider)
+    column = pa.array(np.ascontiguousarray(values).reshape(-1))
+    for level in range(values.ndim - 1, 0, -1):   # innermost dimension first
+        lists = int(np.prod(values.shape[:level]))   # how many lists of values.shape[level] items this level has
+        offsets = np.arange(lists + 1, dtype=np.int32) * values.shape[level]
+        column = pa.ListArray.from_arrays(pa.array(offsets), column)
+    return column
+
+
+def dict_to_arrow(shard: Any) -> "pa.Table":
+    """A dict shard of arrays with one row per first-axis entry (``{"x": [n, h, w, c], "y": [n]}``)
+    as an Arrow table, one column per key (see :func:`ndarray_to_arrow`).
+
+    Examples
+    --------
+    >>> table = dict_to_arrow({"x": np.zeros((2, 2, 2), np.float32), "y": np.array([0, 1])})
+    >>> table.column_names, table.num_rows, str(table.schema.field("x").type)
+    (['x', 'y'], 2, 'list<item: list<item: float>>')
+    """
+    import pyarrow as pa
+
+    arrays = {str(key): np.asarray(value) for key, value in shard.items()}
+    rows = {name: (len(array) if array.ndim else None) for name, array in arrays.items()}
+    if None in rows.values() or len(set(rows.values())) > 1:
+        raise InvalidArgumentError(
+            f"to_spark_df: a dict shard's entries must be arrays with one row per first-axis entry, of equal length; "
+            f"got rows {rows}"
+        )
+    return pa.table({name: ndarray_to_arrow(array) for name, array in arrays.items()})
+
+
+def shard_arrow_schema(shard: Any) -> "pa.Schema":
+    """The Arrow schema of a pandas shard (its index left out) or of a dict shard of arrays."""
+    if isinstance(shard, pd.DataFrame):
+        return arrow_schema_of_pandas(shard)
+    if isinstance(shard, dict):
+        return dict_to_arrow(shard).schema
+    raise InvalidArgumentError(
+        f"to_spark_df needs pandas DataFrame shards or dicts of arrays, but a shard is a {type(shard).__name__}; "
+        "convert the shards with transform_shard first"
+    )
+
+
 def unify_arrow_schemas(indexed_schemas: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":
     """One schema every shard fits: the shards' schemas unified (null -> any type, int -> float),
     or an error naming the column whose types cannot be unified and the partitions involved."""
@@ -208,11 +275,13 @@ def record_batches_to_pandas(payloads: Iterable[bytes], schema: "pa.Schema") -> 
     return record_batches_to_table(payloads, schema).to_pandas(split_blocks=True, self_destruct=True)
 
 
-def cast_table(df: pd.DataFrame, schema: "pa.Schema", partition_index: int) -> "pa.Table":
-    """Convert a pandas shard to an Arrow table of exactly ``schema``, with a clear error on a
-    column that does not fit (instead of nulls or a silent truncation)."""
+def cast_table(df: Any, schema: "pa.Schema", partition_index: int) -> "pa.Table":
+    """Convert a pandas (or dict-of-arrays) shard to an Arrow table of exactly ``schema``, with a
+    clear error on a column that does not fit (instead of nulls or a silent truncation)."""
     import pyarrow as pa
 
+    if isinstance(df, dict):
+        return _cast_dict_table(dict_to_arrow(df), schema, partition_index)
     names = list(schema.names)
     if [str(column) for column in df.columns] != names:
         raise InvalidArgumentError(
@@ -232,8 +301,25 @@ def cast_table(df: pd.DataFrame, schema: "pa.Schema", partition_index: int) -> "
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def pandas_to_ipc_payloads(df: pd.DataFrame, schema: "pa.Schema", partition_index: int) -> Iterator[bytes]:
-    """Self-contained Arrow IPC streams (schema + one batch each) of a pandas shard."""
+def _cast_dict_table(table: "pa.Table", schema: "pa.Schema", partition_index: int) -> "pa.Table":
+    import pyarrow as pa
+
+    if table.column_names != list(schema.names):
+        raise InvalidArgumentError(
+            f"to_spark_df: partition {partition_index} has keys {table.column_names}, but the DataFrame schema has "
+            f"{list(schema.names)}; make every shard have the same keys, or pass schema="
+        )
+    try:
+        return table.cast(schema, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        raise InvalidArgumentError(
+            f"to_spark_df: partition {partition_index} ({table.schema}) does not fit the schema {schema}: {error}; "
+            "make each key's dtype and shape the same in every shard, or pass schema="
+        ) from error
+
+
+def pandas_to_ipc_payloads(df: Any, schema: "pa.Schema", partition_index: int) -> Iterator[bytes]:
+    """Self-contained Arrow IPC streams (schema + one batch each) of a pandas (or dict-of-arrays) shard."""
     import pyarrow as pa
 
     table = cast_table(df, schema, partition_index)

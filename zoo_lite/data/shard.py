@@ -558,7 +558,8 @@ class SparkXShards(XShards):
         return SparkXShards(convert.spark_df_to_pandas_rdd(df))
 
     def to_spark_df(self, schema: Optional["pa.Schema"] = None) -> "SparkDataFrame":
-        """A Spark DataFrame of the pandas shards, built on the executors via Arrow.
+        """A Spark DataFrame of the pandas shards (or of dict shards of arrays: one column per key,
+        an N-d array's rows as nested arrays), built on the executors via Arrow.
 
         Parameters
         ----------
@@ -575,8 +576,8 @@ class SparkXShards(XShards):
         Raises
         ------
         InvalidArgumentError
-            A shard is not a pandas DataFrame, the shards' column types cannot be unified, or
-            there are no shards and no ``schema``.
+            A shard is neither a pandas DataFrame nor a dict of equal-length arrays, the shards'
+            column types cannot be unified, or there are no shards and no ``schema``.
 
         Examples
         --------
@@ -597,8 +598,7 @@ class SparkXShards(XShards):
 
     def _unified_arrow_schema(self) -> "pa.Schema":
         def schemas_of(index: int, shards: Iterator[Any]) -> list[Any]:
-            frames = [partition_ops.require_pandas(shard, "to_spark_df") for shard in shards]
-            return [(index, bool(len(frame)), convert.arrow_schema_of_pandas(frame)) for frame in frames]
+            return [(index, partition_ops.shard_length(shard) > 0, convert.shard_arrow_schema(shard)) for shard in shards]
 
         schemas = run_job(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schemas_of)).collect)
         if not schemas:

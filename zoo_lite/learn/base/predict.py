@@ -152,15 +152,9 @@ def arrow_column(values: np.ndarray) -> "pa.Array":
     >>> arrow_column(np.arange(4).reshape(2, 1, 2)).to_pylist()
     [[[0.0, 1.0]], [[2.0, 3.0]]]
     """
-    import pyarrow as pa
+    from zoo_lite.data.convert import ndarray_to_arrow
 
-    flat = np.ascontiguousarray(values, dtype=np.float32)
-    column = pa.array(flat.reshape(-1))
-    for level in range(flat.ndim - 1, 0, -1):   # innermost dimension first
-        lists = int(np.prod(flat.shape[:level]))   # how many lists of flat.shape[level] values this level has
-        offsets = np.arange(lists + 1, dtype=np.int32) * flat.shape[level]
-        column = pa.ListArray.from_arrays(pa.array(offsets), column)
-    return column
+    return ndarray_to_arrow(np.asarray(values, dtype=np.float32))
 
 
 def spark_type_of(ndim: int) -> Any:
