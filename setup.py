@@ -8,13 +8,14 @@ HERE = Path(__file__).parent
 
 # Ranges here; exact versions for reproducible installs live in constraints.txt.
 CORE = [
-    "pyspark>=4.0,<5",
+    "pyspark>=4.1,<5",  # 4.1: DataFrame.repartitionById (read_images keeps path order)
     "pandas>=2.2,<3",  # pandas 3 makes pyspark 4.3 warn
     "pyarrow>=15",
     "numpy>=1.26",
     "fsspec>=2023.1",
     "psutil>=5.9",
     "ray[default]>=2.50,<3",
+    "pillow>=10",
 ]
 EXTRAS = {
     "torch": ["torch>=2.2", "torchmetrics>=1.0", "tqdm>=4.60", "tensorboard>=2.14"],

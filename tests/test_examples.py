@@ -50,6 +50,13 @@ def test_transfer_learning_runs_the_featuriser_once_per_row(tmp_path: Path) -> N
     assert number(r"head test accuracy: ([0-9.]+)", out) >= 0.85
 
 
+def test_image_pipeline_trains_on_decoded_images_and_scores_them_in_sql(tmp_path: Path) -> None:
+    out = run_example([sys.executable, str(EXAMPLES / "image_pipeline.py"), "--output", str(tmp_path / "out"),
+                       "--per-class", "100", "--epochs", "15"], tmp_path)
+    assert "classes: ['circle', 'square', 'triangle'], images read: 300" in out
+    assert number(r"SQL test accuracy: ([0-9.]+)", out) >= 0.65   # three classes: chance is 0.33
+
+
 def test_the_training_job_runs_under_spark_submit_on_two_workers(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "scripts" / "spark-submit"), "--master", "local[2]", str(EXAMPLES / "train_pipeline_job.py"),
                        "--cluster-mode", "spark-submit", "--output", str(tmp_path), "--rows", "3000", "--epochs", "5"], tmp_path)

@@ -1,5 +1,6 @@
 """Distributed data: XShards, their partitions in Ray (:class:`RayXShards`), the columns a model is
-fed (:class:`Columns`), and the pandas readers (``zoo_lite.data.pandas``)."""
+fed (:class:`Columns`), the pandas readers (``zoo_lite.data.pandas``) and the image readers
+(``zoo_lite.data.image``)."""
 
 from zoo_lite.data.convert import Columns
 from zoo_lite.data.ray_xshards import ObjectStoreFullError, PartitionLostError, PartitionReleasedError, RayXShards
