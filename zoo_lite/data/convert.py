@@ -31,6 +31,7 @@ __all__ = [
     "is_spark_df",
     "check_spark_columns",
     "spark_df_to_model_arrays_rdd",
+    "dense_vectors_of_arrow",
     "shard_to_model_arrays",
     "arrow_schema_of_pandas",
     "record_batches_to_pandas",
@@ -600,6 +601,59 @@ def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: 
             "array-of-numeric or Vector columns: encode it first (e.g. StringIndexer, or a numeric cast)"
         )
     return array.to_numpy(zero_copy_only=False).reshape(shape)
+
+
+def _vector_struct_to_numpy(array: "pa.StructArray") -> np.ndarray:
+    """A Spark ML Vector column as it reaches an Arrow UDF (a struct of type, size, indices and
+    values; type 1 is dense, 0 sparse) as a dense ``(rows, size)`` float64 array, vectorised."""
+    import pyarrow.compute as pc
+
+    rows = len(array)
+    fields = dict(zip([field.name for field in array.type], array.flatten()))   # flatten() honours a slice's offset
+    kinds = fields["type"].to_numpy(zero_copy_only=False)
+    values = fields["values"]
+    counts = pc.list_value_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    sizes = np.where(kinds == 1, counts, fields["size"].fill_null(0).to_numpy(zero_copy_only=False))
+    if rows and not (sizes == sizes[0]).all():
+        raise InvalidArgumentError(f"a Vector column holds vectors of different sizes ({int(sizes.min())} to {int(sizes.max())})")
+    out = np.zeros((rows, int(sizes[0]) if rows else 0), dtype=np.float64)
+    flat_values = values.flatten().to_numpy(zero_copy_only=False)
+    row_of_value = np.repeat(np.arange(rows), counts)
+    # a dense vector's values fill its row in order; a sparse one's go where its indices say
+    starts = np.cumsum(counts) - counts
+    column_of_value = np.arange(len(flat_values)) - np.repeat(starts, counts)
+    sparse_values = np.repeat(kinds != 1, counts)
+    column_of_value[sparse_values] = fields["indices"].flatten().to_numpy(zero_copy_only=False)
+    out[row_of_value, column_of_value] = flat_values
+    return out
+
+
+def _fixed_width(values: np.ndarray) -> "pa.Array":
+    import pyarrow as pa
+
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
+
+
+def _is_vector_struct(array: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_struct(array.type) and {field.name for field in array.type} == {"type", "size", "indices", "values"}
+
+
+def dense_vectors_of_arrow(column: "pa.Array") -> "pa.Array":
+    """``column`` as a model input: a Spark ML Vector column as it reaches an Arrow UDF (a struct of
+    type, size, indices and values) becomes fixed-width lists of its dense values; any other
+    column is returned as it is.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> sparse_and_dense = pa.array([{"type": 0, "size": 3, "indices": [2], "values": [5.0]},
+    ...                              {"type": 1, "size": None, "indices": None, "values": [1.0, 2.0, 3.0]}])
+    >>> dense_vectors_of_arrow(sparse_and_dense).to_pylist()
+    [[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]]
+    """
+    return _fixed_width(_vector_struct_to_numpy(column)) if _is_vector_struct(column) else column
 
 
 def _labels(blocks: list[np.ndarray]) -> np.ndarray:

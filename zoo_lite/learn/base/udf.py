@@ -89,43 +89,6 @@ def _probe_output_shapes(model: Any, recipe: PredictRecipe, input_shapes: Sequen
     return tuple(tuple(out.shape[1:]) for out in outputs)
 
 
-def _vector_struct_to_numpy(array: "pa.StructArray") -> np.ndarray:
-    """A Spark ML Vector column as it reaches an Arrow UDF (a struct of type, size, indices and
-    values; type 1 is dense, 0 sparse) as a dense ``(rows, size)`` float64 array, vectorised."""
-    import pyarrow.compute as pc
-
-    rows = len(array)
-    fields = dict(zip([field.name for field in array.type], array.flatten()))   # flatten() honours a slice's offset
-    kinds = fields["type"].to_numpy(zero_copy_only=False)
-    values = fields["values"]
-    counts = pc.list_value_length(values).fill_null(0).to_numpy(zero_copy_only=False)
-    sizes = np.where(kinds == 1, counts, fields["size"].fill_null(0).to_numpy(zero_copy_only=False))
-    if rows and not (sizes == sizes[0]).all():
-        raise InvalidArgumentError(f"a Vector column holds vectors of different sizes ({int(sizes.min())} to {int(sizes.max())})")
-    out = np.zeros((rows, int(sizes[0]) if rows else 0), dtype=np.float64)
-    flat_values = values.flatten().to_numpy(zero_copy_only=False)
-    row_of_value = np.repeat(np.arange(rows), counts)
-    # a dense vector's values fill its row in order; a sparse one's go where its indices say
-    starts = np.cumsum(counts) - counts
-    column_of_value = np.arange(len(flat_values)) - np.repeat(starts, counts)
-    sparse_values = np.repeat(kinds != 1, counts)
-    column_of_value[sparse_values] = fields["indices"].flatten().to_numpy(zero_copy_only=False)
-    out[row_of_value, column_of_value] = flat_values
-    return out
-
-
-def _fixed_width(values: np.ndarray) -> "pa.Array":
-    import pyarrow as pa
-
-    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
-
-
-def _is_vector_struct(array: Any) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_struct(array.type) and {field.name for field in array.type} == {"type", "size", "indices", "values"}
-
-
 def _model_inputs(columns: Sequence["pa.Array"], signature: _Signature, column_names: Sequence[str]) -> tuple[np.ndarray, ...]:
     """The model's input arrays of one Arrow batch, each checked against the input's row shape."""
     import pyarrow as pa
@@ -134,8 +97,7 @@ def _model_inputs(columns: Sequence["pa.Array"], signature: _Signature, column_n
 
     names = [f"{name} (model input {i}{'' if model == str(i) else ' ' + repr(model)})"
              for i, (name, model) in enumerate(zip(column_names, signature.input_names))]
-    plain = {name: (_fixed_width(_vector_struct_to_numpy(column)) if _is_vector_struct(column) else column)
-             for name, column in zip(names, columns)}
+    plain = {name: convert.dense_vectors_of_arrow(column) for name, column in zip(names, columns)}
     inputs = convert.arrow_to_model_arrays(pa.table(plain), names, None)["x"]
     for name, values, shape in zip(names, inputs, signature.input_shapes):
         if tuple(values.shape[1:]) != shape:
