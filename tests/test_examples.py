@@ -18,9 +18,15 @@ EXAMPLES = ROOT / "examples"
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
 
 
+# a line of log4j's layout at WARN or above: a successful example must not show the user any
+SPARK_WARNING = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|FATAL) .*$", re.M)
+
+
 def run_example(command: list[str], cwd: Path) -> str:
+    """The example's stdout, after checking that it succeeded with no Spark warning on stderr."""
     done = subprocess.run(command, capture_output=True, text=True, timeout=360, cwd=cwd, env=shell_without_the_venv())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    assert not SPARK_WARNING.search(done.stderr), [line.group(0) for line in SPARK_WARNING.finditer(done.stderr)]
     return done.stdout
 
 
