@@ -182,7 +182,7 @@ def zoo_transfer(shards: Any, actors: list[Any]) -> tuple[Transfer, float]:
     with PeakRss() as rss:
         start = time.perf_counter()
         in_ray = shards.to_ray()
-        assigned = in_ray.assign_partitions_to_actors(actors)
+        assigned = in_ray.assign_rows_to_actors(actors)
         total = consume_in_actors(actors, [[ref for ref, _, _ in slices] for slices in assigned])
         seconds = time.perf_counter() - start
     in_ray.release()

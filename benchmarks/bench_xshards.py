@@ -75,6 +75,7 @@ SECTIONS = ("pipeline", "steps", "partition", "from_spark_df")
 ZOO_PANDAS = "zoo_lite (backend=pandas)"
 ZOO_SPARK = "zoo_lite (backend=spark)"
 ZOO_PANDAS_CACHED = "zoo_lite (backend=pandas), cache() after partition_by"
+ZOO_SPARK_EAGER = "zoo_lite (backend=spark), OrcaContext._eager_mode = True (Orca's default)"
 PANDAS = "pandas (C engine)"
 PANDAS_ARROW = "pandas (engine=pyarrow)"
 DASK = "dask.dataframe (threads)"
@@ -345,20 +346,28 @@ def pyspark_pandas_pipeline(files: Sequence[str], num_partitions: int) -> Pipeli
     return PipelineResult(len(locations), by_key.to_spark().count())
 
 
-def zoo_pipeline(path: "str | list[str]", backend: str, num_partitions: int, cache: bool = False) -> PipelineResult:
+def zoo_pipeline(path: "str | list[str]", backend: str, num_partitions: int, cache: bool = False,
+                 eager: bool = False) -> PipelineResult:
     """zoo_lite as its README shows it: every step lazy, nothing cached. With ``cache``, the
-    partitioned shards are cached, so the two actions after partition_by share one shuffle read."""
+    partitioned shards are cached, so the two actions after partition_by share one shuffle read.
+    With ``eager``, Orca's eager mode: every step is computed and cached when it is made, and its
+    input's cache dropped."""
+    from zoo_lite import OrcaContext
     from zoo_lite.data.pandas import read_csv
 
-    shards = read_csv(path, backend=backend).transform_shard(derive)
-    by_key = shards.partition_by(KEY, num_partitions=num_partitions)
+    OrcaContext._eager_mode = eager
+    try:
+        shards = read_csv(path, backend=backend).transform_shard(derive)
+        by_key = shards.partition_by(KEY, num_partitions=num_partitions)
+    finally:
+        OrcaContext._eager_mode = False
     if cache:
         by_key.cache()
     try:
         locations = by_key[LOCATION].unique()
         return PipelineResult(len(locations), by_key.to_spark_df().count())
     finally:
-        if cache:
+        if cache or eager:
             by_key.uncache()
 
 
@@ -382,6 +391,7 @@ def pipeline_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partit
         ZOO_PANDAS: whole("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts)),
         ZOO_SPARK: whole("whole", lambda: zoo_pipeline(zoo_path, "spark", parts)),
         ZOO_PANDAS_CACHED: whole("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts, cache=True)),
+        ZOO_SPARK_EAGER: whole("whole", lambda: zoo_pipeline(zoo_path, "spark", parts, eager=True)),
         PANDAS: whole("whole", lambda: pandas_pipeline(files, parts)),
         PANDAS_ARROW: whole("whole", lambda: pandas_pipeline(files, parts, engine="pyarrow")),
         DASK: whole("whole", lambda: dask_pipeline(files, parts)),

@@ -4,6 +4,7 @@ need separate executor processes. No Spark, Ray or ML framework is ever mocked."
 from __future__ import annotations
 
 import glob
+import os
 from typing import Iterator
 
 import psutil
@@ -67,13 +68,28 @@ def gateway_pids() -> set[int]:
     return {process.pid} if process is not None else set()
 
 
+# every process this session starts inherits it (Spark's JVMs and Python workers, Ray's
+# watchdogs), so that another test session on the machine cannot fail this one's checks
+SESSION_MARK = "ZOO_LITE_TEST_SESSION"
+os.environ[SESSION_MARK] = str(os.getpid())
+
+
+def _of_this_session(process: psutil.Process) -> bool:
+    try:
+        return process.environ().get(SESSION_MARK) == os.environ[SESSION_MARK]
+    except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+
+
 def ray_watchdogs_since(started: float) -> list[psutil.Process]:
-    """zoo_lite's Ray node watchdogs started after ``started`` (by this test session: they leave
-    the process tree when Spark's Python worker exits, so they are found by their module name)."""
+    """zoo_lite's Ray node watchdogs started after ``started`` by this test session (they leave
+    the process tree when Spark's Python worker exits, so they are found by their module name and
+    this session's mark)."""
     found = []
     for process in psutil.process_iter(["cmdline", "create_time"]):
         cmdline = process.info["cmdline"] or []
-        if "zoo_lite.ray_on_spark.watchdog" in cmdline and (process.info["create_time"] or 0) >= started:
+        if ("zoo_lite.ray_on_spark.watchdog" in cmdline and (process.info["create_time"] or 0) >= started
+                and _of_this_session(process)):
             found.append(process)
     return found
 

@@ -1,5 +1,6 @@
 """The documented calls of USAGE_CONTRACT.md that this version covers, run as written
-(``zoo.orca`` replaced by ``zoo_lite``). The XShards.partition snippet is in tests/data/test_shard.py."""
+(``zoo.orca`` replaced by ``zoo_lite``). The XShards.partition snippet is in tests/data/test_shard.py.
+The Keras snippets import ``Estimator`` as the guide does, from ``zoo_lite.learn.tf.estimator``."""
 
 from __future__ import annotations
 
@@ -119,7 +120,7 @@ def test_tensorflow_dataset_to_keras_estimator_snippet_runs_unchanged(sc):
         return tf.cast(data["image"], tf.float32) / 255., data["label"]
 
     # --- documented usage, unchanged (the tfds.load line replaced by its offline stand-in) ---
-    from zoo_lite.learn.tf2 import Estimator
+    from zoo_lite.learn.tf.estimator import Estimator   # the guide's import (zoo.orca.learn.tf.estimator)
     dataset = _digit_records()               # tfds.load(name="mnist", split="train", data_dir=dataset_dir)
     dataset = dataset.map(preprocess)        # preprocess(data) -> (image / 255., label)
     dataset = dataset.shuffle(1000)          # unbatched; the Estimator batches and shards it
@@ -178,7 +179,7 @@ def test_spark_dataframe_to_keras_estimator_snippet_runs_unchanged(spark, tmp_pa
     data_parquet = str(tmp_path / "data.parquet")   # the JVM resolves relative paths from its own start directory
 
     # --- documented usage, unchanged (the path in a variable) ---
-    from zoo_lite.learn.tf2 import Estimator
+    from zoo_lite.learn.tf.estimator import Estimator   # the guide's import (zoo.orca.learn.tf.estimator)
     df = spark.read.parquet(data_parquet)
     est = Estimator.from_keras(keras_model=model)   # the model takes two inputs
     est.fit(data=df, feature_cols=['user', 'item'], label_cols=['label'])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import time
 import threading
 import warnings
@@ -30,13 +31,13 @@ from zoo_lite.spark_settings import (
 )
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     from zoo_lite.ray_on_spark import RayContext
     from zoo_lite.standalone import LoopbackStandaloneCluster
 
-__all__ = ["init_orca_context", "stop_orca_context", "OrcaContext"]
+__all__ = ["init_orca_context", "stop_orca_context", "init_nncontext", "OrcaContext"]
 
 _LOG4J_CONFIG = Path(__file__).parent / "conf" / "log4j2.properties"
 _PANDAS_READ_BACKENDS = ("spark", "pandas")
@@ -272,7 +273,7 @@ def init_orca_context(
             return _active.spark.sparkContext
         settings = SparkSettings(
             cluster_mode=cluster_mode or "local", cores=cores, memory=memory, num_nodes=num_nodes,
-            conf=dict(conf or {}), **spark_kwargs,
+            conf=_conf_dict(conf), **spark_kwargs,
         )
         ray_settings = RaySettings(**ray_kwargs)
         _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
@@ -286,10 +287,132 @@ def init_orca_context(
                 context.stop()
                 raise
         _active = context
+        _serve_ray_context_get()
         if not _atexit_registered:
             atexit.register(stop_orca_context)
             _atexit_registered = True
         return context.spark.sparkContext
+
+
+def _conf_dict(conf: Any) -> Any:
+    """``conf`` as a dict; None (Orca's default) is none. Any other type is left for
+    :class:`SparkSettings` to refuse with its message."""
+    if conf is None:
+        return {}
+    return dict(conf) if isinstance(conf, Mapping) else conf
+
+
+def _serve_ray_context_get() -> None:
+    """Tell Ray on Spark how ``RayContext.get()`` finds the active context's Ray: this module
+    imports ``ray_on_spark``, never the reverse, so the lookup is handed over (at the first
+    context, since importing zoo_lite imports no Ray on Spark)."""
+    from zoo_lite.ray_on_spark.cluster import serve_active_ray_context
+
+    serve_active_ray_context(_ray_context_for_get)
+
+
+def _ray_context_for_get(initialize: bool) -> Optional["RayContext"]:
+    if initialize:
+        return ray_context_started_on_demand()
+    return _require_active().ray
+
+
+def _mode_of_master(master: Optional[str]) -> dict[str, Any]:
+    """The ``init_orca_context`` arguments that give a session with Spark master ``master``.
+
+    Examples
+    --------
+    >>> _mode_of_master("local[3]"), _mode_of_master("spark://10.0.0.1:7077")
+    ({'cluster_mode': 'local', 'cores': 3}, {'cluster_mode': 'standalone', 'master': 'spark://10.0.0.1:7077'})
+    """
+    if master is None:
+        return {"cluster_mode": "local"}
+    local = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master)
+    if local:
+        cores = local.group(1) or "1"
+        return {"cluster_mode": "local", "cores": cores if cores == "*" else int(cores)}
+    local_cluster = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+    if local_cluster:
+        nodes, cores, memory_mb = (int(group) for group in local_cluster.groups())
+        return {"cluster_mode": "local-cluster", "num_nodes": nodes, "cores": cores, "memory": f"{memory_mb}m"}
+    if master.startswith("spark://"):
+        return {"cluster_mode": "standalone", "master": master}
+    if master == "yarn":
+        return {"cluster_mode": "yarn-client"}
+    if master.startswith("k8s://"):
+        return {"cluster_mode": "k8s-client", "master": master}
+    raise InvalidArgumentError(
+        f"init_nncontext: spark.master={master!r} in conf is not a master zoo_lite can start; use 'local[N]', "
+        "'local-cluster[N,C,M]', 'spark://host:port', 'yarn' or 'k8s://...', or call init_orca_context(cluster_mode=...)"
+    )
+
+
+def init_nncontext(conf: Union["SparkConf", str, Mapping[str, str], None] = None, spark_log_level: str = "WARN",
+                   redirect_spark_log: bool = True) -> "SparkContext":
+    """Orca's ``init_nncontext`` (``from zoo import init_nncontext``): the active SparkContext,
+    or a new one started from ``conf``.
+
+    Orca code calls it to get the context that ``init_orca_context`` started; that is what it
+    returns then, unchanged. With no context active it starts one through
+    :func:`init_orca_context`, whose cluster mode follows ``spark.master`` in ``conf``
+    (``local[N]`` by default, all cores; under spark-submit, ``cluster_mode="spark-submit"``).
+
+    Parameters
+    ----------
+    conf : pyspark.SparkConf, str or dict, optional
+        The Spark settings of a new context (``spark.master`` among them picks the cluster mode),
+        or, as a string, its application name. Ignored, with a warning, when a context is active.
+    spark_log_level : str, default "WARN"
+        Spark's log level for a new context.
+    redirect_spark_log : bool, default True
+        Orca's option; accepted for compatibility.
+
+    Returns
+    -------
+    pyspark.SparkContext
+        The active context (:meth:`OrcaContext.get_spark_context`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``conf`` is of another type, or names a ``spark.master`` zoo_lite cannot start.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_nncontext, init_orca_context, stop_orca_context
+    >>> stop_orca_context()  # start from no context
+    >>> sc = init_nncontext("my app")  # none active: starts local[*] under that name
+    >>> sc.appName
+    'my app'
+    >>> init_nncontext() is sc  # Orca code asking for the context
+    True
+    >>> stop_orca_context()
+    """
+    with _lock:
+        if _active is not None:
+            if conf is not None:
+                warnings.warn(f"init_nncontext(conf={conf!r}) while a zoo_lite context is active: conf is ignored and "
+                              "the active context returned (call stop_orca_context() first to start another)", stacklevel=2)
+            return _active.spark.sparkContext
+        settings = _conf_of_nncontext(conf)
+        mode = {"cluster_mode": "spark-submit"} if "PYSPARK_GATEWAY_PORT" in os.environ else \
+            _mode_of_master(settings.pop("spark.master", None))
+        return init_orca_context(**mode, conf=settings, spark_log_level=spark_log_level, redirect_spark_log=redirect_spark_log)
+
+
+def _conf_of_nncontext(conf: Any) -> dict[str, str]:
+    if conf is None:
+        return {}
+    if isinstance(conf, str):  # Orca: a string is the application name
+        return {"spark.app.name": conf}
+    if isinstance(conf, Mapping):
+        return {str(key): str(value) for key, value in conf.items()}
+    if hasattr(conf, "getAll"):  # a SparkConf
+        return {str(key): str(value) for key, value in conf.getAll()}
+    raise InvalidArgumentError(
+        f"init_nncontext(conf={conf!r}): conf must be a pyspark.SparkConf, a dict of Spark settings or an "
+        "application name (str), or None"
+    )
 
 
 def stop_orca_context() -> None:
@@ -392,6 +515,7 @@ class _OrcaContextMeta(type):
     _barrier_mode = True
     _shard_size_value: Optional[int] = None
     _serialize_data_creator = False
+    _eager_mode_value = False
 
     @property
     def pandas_read_backend(cls) -> str:
@@ -496,6 +620,40 @@ class _OrcaContextMeta(type):
     @serialize_data_creator.setter
     def serialize_data_creator(cls, value: bool) -> None:
         cls._serialize_data_creator = bool(value)
+
+    @property
+    def _eager_mode(cls) -> bool:
+        """Orca's eager mode: compute and cache every SparkXShards when it is made.
+
+        Off by default: zoo_lite's collections are lazy, as Spark's RDDs are, and
+        ``benchmarks/bench_xshards.py`` measures what eager caching costs. When it is on, each
+        new SparkXShards is cached and computed at once (so errors surface at the call that made
+        it), and making a new collection from one with ``transform_shard``, ``map_partitions``,
+        ``repartition``, ``partition_by``, ``split`` or ``zip`` drops the parent's cache unless
+        the user called :meth:`~zoo_lite.data.SparkXShards.cache` on it, as Orca did.
+
+        Raises
+        ------
+        InvalidArgumentError
+            On assignment of anything but a bool.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext._eager_mode
+        False
+        >>> OrcaContext._eager_mode = "yes"
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.InvalidArgumentError: OrcaContext._eager_mode='yes' must be True or False
+        """
+        return cls._eager_mode_value
+
+    @_eager_mode.setter
+    def _eager_mode(cls, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"OrcaContext._eager_mode={value!r} must be True or False")
+        cls._eager_mode_value = value
 
 
 class OrcaContext(metaclass=_OrcaContextMeta):

@@ -231,13 +231,31 @@ def tensorflow_log_level(settings: SparkSettings) -> Optional[str]:
     return None if settings.verbose_logs else QUIET_TF_CPP_MIN_LOG_LEVEL
 
 
+#: what each dict-valued Ray option looks like, for the error of a wrong type
+_DICT_EXAMPLES = {
+    "env": "{'OMP_NUM_THREADS': '1'}",
+    "extra_params": "{'min-worker-port': 20000}",
+    "system_config": "{'object_timeout_milliseconds': 200}",
+}
+
+
 @dataclass(frozen=True)
 class RaySettings:
     """Orca's Ray options of ``init_orca_context``, validated here and consumed by Ray on Spark.
 
     ``log_output`` and ``barrier_mode`` are not keyword arguments: the context copies them from
     ``OrcaContext`` when it starts Ray, so that Ray on Spark and the executors never read the
-    driver's globals.
+    driver's globals. ``env``, ``extra_params`` and ``system_config`` given as None (Orca's
+    default) mean none, and are stored as empty dicts.
+
+    Examples
+    --------
+    >>> RaySettings(env=None, extra_params=None, system_config=None).env
+    {}
+    >>> RaySettings(env=["OMP_NUM_THREADS=1"])
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: env=['OMP_NUM_THREADS=1'] must be a dict (or None for none); e.g. env={'OMP_NUM_THREADS': '1'}
     """
 
     object_store_memory: Optional[str] = None
@@ -264,8 +282,13 @@ class RaySettings:
             if value is not None:
                 _check_positive_int(value, name)
         for name in ("env", "extra_params", "system_config"):
-            if not isinstance(getattr(self, name), Mapping):
-                raise InvalidArgumentError(f"{name}={getattr(self, name)!r} must be a dict")
+            value = getattr(self, name)
+            if value is None:  # Orca's default for each of them: "not given"
+                object.__setattr__(self, name, {})
+            elif not isinstance(value, Mapping):
+                raise InvalidArgumentError(
+                    f"{name}={value!r} must be a dict (or None for none); e.g. {name}={_DICT_EXAMPLES[name]}"
+                )
         for name in ("log_output", "barrier_mode"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(f"{name}={getattr(self, name)!r} must be True or False (OrcaContext.{name})")

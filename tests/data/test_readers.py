@@ -7,8 +7,10 @@ rows in Spark's scan order and the pandas backend in file order.
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
+import warnings
 from typing import Any, Callable
 
 import pandas as pd
@@ -295,9 +297,34 @@ def test_names_replace_the_header_with_header_0(simple_csv):
     assert list(expected.columns) == ["n", "s", "f"] and len(expected) == 5
 
 
-def test_names_of_the_wrong_length_are_an_error_naming_them(simple_csv):
-    with pytest.raises(InvalidArgumentError, match=re.escape("names=['n', 's']") + ".*2 names.*3 columns"):
-        read_csv(simple_csv, backend="spark", names=["n", "s"], header=0)
+def test_fewer_names_than_columns_give_pandas_implicit_index(simple_csv):
+    expected = pd.read_csv(simple_csv, names=["n", "s"], header=0)
+    assert expected.index.tolist() == [1, 2, 3, 4, 5]
+    for backend in BACKENDS:
+        pd.testing.assert_frame_equal(whole(read_csv(simple_csv, backend=backend, names=["n", "s"], header=0), ignore_index=False), expected)
+
+
+def test_names_not_matching_usecols_are_an_error_naming_them(simple_csv):
+    with pytest.raises(InvalidArgumentError, match=re.escape("names=['n', 's']") + ".*2 names for 3 columns.*selects 1"):
+        read_csv(simple_csv, backend="spark", names=["n", "s"], header=0, usecols=[0])
+
+
+@pytest.mark.parametrize("kwargs", [{"parse_dates": True, "index_col": "day"}, {"parse_dates": {"when": ["day", "stamp"]}}])
+def test_parse_dates_true_and_dict_agree_with_pandas(mixed_csv, kwargs):
+    path = mixed_files(mixed_csv)[0]
+    with pytest.warns(FutureWarning) if isinstance(kwargs["parse_dates"], dict) else contextlib.nullcontext():
+        expected = pd.read_csv(path, **kwargs)
+    for backend in BACKENDS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            pd.testing.assert_frame_equal(whole(read_csv(path, backend=backend, **kwargs), ignore_index=False), expected)
+
+
+def test_squeeze_gives_the_same_series_on_both_backends(simple_csv):
+    expected = pd.read_csv(simple_csv, usecols=["c"])["c"]
+    for backend in BACKENDS:
+        parts = read_csv(simple_csv, backend=backend, usecols=["c"], squeeze=True).collect()
+        pd.testing.assert_series_equal(pd.concat([p for p in parts if len(p)]), expected)
 
 
 def test_names_as_ddl_schema_string(tmp_path):
@@ -665,11 +692,38 @@ def test_read_json_five_files_keep_every_row(tmp_path, backend):
     assert sorted(whole(shards)["key"].tolist()) == list(range(sum(sizes)))
 
 
-def test_read_json_spark_needs_lines_or_records(json_lines):
-    with pytest.raises(InvalidArgumentError, match=r"orient=None, lines=False.*backend='pandas'"):
-        read_json(str(json_lines), backend="spark")
-    with pytest.raises(InvalidArgumentError, match=r"orient='split'"):
-        read_json(str(json_lines), backend="spark", orient="split")
+def test_read_json_lines_without_lines_argument_as_orca_on_both_backends(json_lines):
+    # pandas needs lines=True for these files; Orca's spark backend read them without it
+    expected = pandas_concat(pd.read_json, json_files(json_lines), lines=True)
+    for backend in BACKENDS:
+        assert_same_rows(whole(read_json(str(json_lines), backend=backend)), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_read_json_layout_pandas_cannot_read_is_a_read_error(json_lines, backend):
+    with pytest.raises(ValueError):
+        pd.read_json(json_files(json_lines)[0], orient="split")
+    # both files are unreadable and read in parallel tasks: the error names whichever failed first
+    with pytest.raises(DataReadError, match=r"read_json: reading '[^']*/[ab]\.json' failed: ValueError"):
+        read_json(str(json_lines), backend=backend, orient="split").collect()
+
+
+@pytest.mark.parametrize("orient", ["columns", "split"])
+def test_read_json_documents_agree_with_pandas(tmp_path, orient):
+    frames = [pd.DataFrame({"k": [1, 2], "v": ["a", None]}), pd.DataFrame({"k": [3], "v": ["c"]})]
+    for number, frame in enumerate(frames):
+        frame.to_json(tmp_path / f"{number}.json", orient=orient)
+    files = [str(tmp_path / f"{number}.json") for number in range(2)]
+    expected = pandas_concat(pd.read_json, files, orient=orient)
+    for backend in BACKENDS:
+        assert_same_rows(whole(read_json(str(tmp_path), backend=backend, orient=orient)), expected)
+
+
+def test_read_json_names_and_usecols_agree(json_lines):
+    expected = pandas_concat(pd.read_json, json_files(json_lines), lines=True)[["z", "name"]].set_axis(["key", "label"], axis=1)
+    for backend in BACKENDS:
+        actual = whole(read_json(str(json_lines), backend=backend, lines=True, usecols=[0, 2], names=["key", "label"]))
+        assert_same_rows(actual, expected)
 
 
 def test_read_json_spark_refuses_kwargs_it_cannot_honour(json_lines):
@@ -741,6 +795,18 @@ def test_read_parquet_columns(parquet_folder, backend):
 def test_read_parquet_unknown_column_names_it(parquet_folder):
     with pytest.raises(InvalidArgumentError, match=r"columns=\['id', 'nope'\].*'nope'"):
         read_parquet(str(parquet_folder), columns=["id", "nope"], backend="spark")
+
+
+def test_read_parquet_schema_agrees_on_both_backends(parquet_folder):
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType()), StructField("price", DoubleType()), StructField("extra", LongType())])
+    expected = pandas_concat(pd.read_parquet, parquet_files(parquet_folder), columns=["id", "price"]).assign(extra=float("nan"))
+    for backend in BACKENDS:
+        actual = whole(read_parquet(str(parquet_folder), schema=schema, backend=backend))
+        assert list(actual.columns) == ["id", "price", "extra"]
+        assert actual["extra"].isna().all()
+        assert_same_rows(actual.drop(columns="extra"), expected.drop(columns="extra"))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

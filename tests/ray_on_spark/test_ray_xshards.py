@@ -73,9 +73,9 @@ def test_round_trip_of_ndarray_dicts_and_a_single_partition(ray_local_cluster) -
 def test_more_actors_than_partitions_splits_rows_evenly(ray_local_cluster, actor_class) -> None:
     in_ray = frames([7, 0]).to_ray()
     actors = [actor_class.remote() for _ in range(3)]
-    assigned = in_ray.assign_partitions_to_actors(actors)
+    assigned = in_ray.assign_rows_to_actors(actors)
     assert [sum(stop - start for _, start, stop in slices) for slices in assigned] == [3, 2, 2]
-    result = in_ray.transform_shards_with_actors(actors, lambda actor, shards: pd.concat(shards, ignore_index=True))
+    result = in_ray.transform_rows_with_actors(actors, lambda actor, shards: pd.concat(shards, ignore_index=True))
     assert isinstance(result, RayXShards) and result.partition_rows() == [3, 2, 2]
     # actor i's result holds exactly its assigned row ranges, in order (which actor gets which rows
     # depends on where the actors were placed: local ones get the first rows)
@@ -95,7 +95,7 @@ def test_assignment_balances_rows_and_prefers_local_partitions(ray_local_cluster
     in_ray = frames([10, 2, 2, 10]).to_ray()
     nodes = sorted(set(in_ray.partition_nodes()))
     actors = [actor_class.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote() for node in nodes]
-    assigned = in_ray.assign_partitions_to_actors(actors)
+    assigned = in_ray.assign_rows_to_actors(actors)
     rows = [sum(stop - start for _, start, stop in slices) for slices in assigned]
     assert rows == [12, 12]
     refs = in_ray.object_refs()

@@ -409,7 +409,7 @@ def spark_df_to_pandas_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
                                          preservesPartitioning=True)
 
 
-def _check_spark_column_type(data_type: Any, name: str, argument: str) -> None:
+def _check_spark_column_type(data_type: Any, name: str, argument: str, strings: bool = False) -> None:
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql import types
 
@@ -418,6 +418,8 @@ def _check_spark_column_type(data_type: Any, name: str, argument: str) -> None:
         inner = inner.elementType
     numeric = isinstance(inner, (types.ByteType, types.ShortType, types.IntegerType, types.LongType,
                                  types.FloatType, types.DoubleType, types.BooleanType))
+    if strings and isinstance(inner, types.StringType):
+        return
     if not (numeric or isinstance(data_type, VectorUDT)):
         raise InvalidArgumentError(
             f"{argument}: column {name!r} has type {data_type.simpleString()}, which is not numeric; the model is fed "
@@ -425,7 +427,7 @@ def _check_spark_column_type(data_type: Any, name: str, argument: str) -> None:
         )
 
 
-def _spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argument: str) -> list[Any]:
+def _spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argument: str, strings: bool = False) -> list[Any]:
     """Select expressions for ``cols`` after checking them; Vectors become arrays on the JVM side."""
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
@@ -438,13 +440,13 @@ def _spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argume
     expressions = []
     for name in cols:
         data_type = fields[name].dataType
-        _check_spark_column_type(data_type, str(name), argument)
+        _check_spark_column_type(data_type, str(name), argument, strings)
         column = functions.col(f"`{name}`")
         expressions.append(vector_to_array(column).alias(str(name)) if isinstance(data_type, VectorUDT) else column)
     return expressions
 
 
-def check_spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argument: str) -> None:
+def check_spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argument: str, strings: bool = False) -> None:
     """Raise a clear error, on the driver and from the schema alone, for a column of ``cols``
     that ``df`` lacks or that cannot be fed to a model.
 
@@ -456,13 +458,16 @@ def check_spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], a
         The columns to check.
     argument : str
         The argument that named them (``"feature_cols"``), for the message.
+    strings : bool, default False
+        Also take string and (nested) array<string> columns, for a model that is fed string
+        tensors (a Keras model starting with ``StringLookup`` or ``TextVectorization``).
 
     Raises
     ------
     ColumnNotFoundError
         A column is not in ``df``.
     InvalidArgumentError
-        A column is neither numeric, an array of numbers, nor a Vector.
+        A column is neither numeric, an array of numbers, nor a Vector (nor string, with ``strings``).
 
     Examples
     --------
@@ -474,8 +479,9 @@ def check_spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], a
     Traceback (most recent call last):
     ...
     zoo_lite.errors.InvalidArgumentError: feature_cols: column 's' has type string, which is not numeric; the model is fed numeric, array<numeric> or Vector columns: encode it first (e.g. StringIndexer, or .cast('double'))
+    >>> check_spark_columns(df, ["s"], "feature_cols", strings=True)
     """
-    _spark_columns(df, cols, argument)
+    _spark_columns(df, cols, argument, strings)
 
 
 def spark_df_to_model_arrays_rdd(df: "pyspark.sql.DataFrame", columns: Columns, need_labels: bool = True, *,
@@ -570,8 +576,9 @@ def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSessio
 #   {"x": (ndarray, ...), "y": ndarray}  one array per model input; "y" absent for prediction
 # ---------------------------------------------------------------------------------------------
 
-def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: str) -> np.ndarray:
-    """A numeric or (nested) fixed-width list column as one ndarray, vectorised (no per-row work)."""
+def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: str, strings: bool = False) -> np.ndarray:
+    """A numeric or (nested) fixed-width list column as one ndarray, vectorised (no per-row work);
+    with ``strings``, string columns too, as object arrays of ``str``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -595,6 +602,8 @@ def _arrow_column_to_numpy(column: "pa.ChunkedArray", name: Hashable, argument: 
         array = array.flatten()
         if array.null_count:
             raise InvalidArgumentError(f"{argument}: column {name!r} has null elements inside its arrays; fill them first")
+    if strings and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return array.to_numpy(zero_copy_only=False).reshape(shape)   # object array of str: Keras makes a string tensor
     if not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or pa.types.is_boolean(array.type)):
         raise InvalidArgumentError(
             f"{argument}: column {name!r} has type {column.type}, which is not numeric; the model is fed numeric, "
@@ -664,10 +673,12 @@ def _labels(blocks: list[np.ndarray]) -> np.ndarray:
 
 
 def _table_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
-                           label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
-    """Model arrays of a table whose columns were checked already (by name: ``str(column)``)."""
-    return _assemble_model_arrays(lambda c, argument: _arrow_column_to_numpy(table.column(str(c)), c, argument),
-                                  feature_cols, label_cols)
+                           label_cols: Optional[Sequence[Hashable]], strings: bool = False) -> dict[str, Any]:
+    """Model arrays of a table whose columns were checked already (by name: ``str(column)``);
+    ``strings`` takes string feature columns (labels stay numeric)."""
+    return _assemble_model_arrays(
+        lambda c, argument: _arrow_column_to_numpy(table.column(str(c)), c, argument, strings and argument == "feature_cols"),
+        feature_cols, label_cols)
 
 
 def _assemble_model_arrays(column_array: Callable[[Hashable, str], np.ndarray], feature_cols: Sequence[Hashable],
@@ -681,9 +692,11 @@ def _assemble_model_arrays(column_array: Callable[[Hashable, str], np.ndarray], 
 
 
 def arrow_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
-                          label_cols: Optional[Sequence[Hashable]]) -> dict[str, Any]:
+                          label_cols: Optional[Sequence[Hashable]], *, strings: bool = False) -> dict[str, Any]:
     """Model arrays from an Arrow table: one input per name in ``feature_cols`` (an array column is
-    one input of that width) and the label columns as ``"y"``.
+    one input of that width) and the label columns as ``"y"``. With ``strings``, string and
+    (nested, fixed-length) list<string> feature columns become object arrays of ``str`` (for a
+    Keras model that takes string tensors); otherwise they are refused.
 
     Examples
     --------
@@ -692,10 +705,13 @@ def arrow_to_model_arrays(table: "pa.Table", feature_cols: Sequence[Hashable],
     >>> arrays = arrow_to_model_arrays(table, ["a", "v"], ["t"])
     >>> [x.shape for x in arrays["x"]], arrays["y"].tolist()
     ([(2,), (2, 2)], [0, 1])
+    >>> words = arrow_to_model_arrays(pa.table({"w": [["a", "b"], ["c", "d"]]}), ["w"], None, strings=True)["x"][0]
+    >>> words.shape, words.dtype, words[1, 0]
+    ((2, 2), dtype('O'), 'c')
     """
     _check_table_columns(table, feature_cols, "feature_cols")
     _check_table_columns(table, list(label_cols or []), "label_cols")
-    return _table_to_model_arrays(table, feature_cols, label_cols)
+    return _table_to_model_arrays(table, feature_cols, label_cols, strings)
 
 
 def _check_table_columns(table: "pa.Table", columns: Sequence[Hashable], argument: str) -> None:

@@ -19,6 +19,8 @@ Shard = Any
 Piece = tuple[int, Shard]
 
 __all__ = [
+    "reduction_partial",
+    "combine_reduction",
     "is_row_tree",
     "num_rows",
     "shard_length",
@@ -273,6 +275,82 @@ def combine_unique(per_shard: Iterable[np.ndarray]) -> np.ndarray:
     if not arrays:
         return np.array([])
     return pd.unique(np.concatenate(arrays))
+
+
+# ---------------------------------------------------------------------------------------------
+# Column reductions: a vectorised partial per shard, combined on the driver as pandas would
+# ---------------------------------------------------------------------------------------------
+
+REDUCTIONS = ("max", "min", "sum", "mean", "count", "nunique")
+
+
+def _as_frame(shard: Shard, operation: str) -> pd.DataFrame:
+    if isinstance(shard, pd.Series):
+        return shard.to_frame()
+    if isinstance(shard, pd.DataFrame):
+        return shard
+    raise InvalidArgumentError(
+        f"{operation}() needs pandas Series or DataFrame shards, but a shard is a {type(shard).__name__}; "
+        f"select a column of pandas shards first, as in shards['column'].{operation}()"
+    )
+
+
+class NoRows:
+    """An empty shard's part of max or min: its columns, and no value (pandas would give NaN,
+    which would wrongly win with ``skipna=False``)."""
+
+    def __init__(self, columns: list[Hashable]) -> None:
+        self.columns = columns
+
+
+def reduction_partial(shard: Shard, operation: str, skipna: bool) -> Any:
+    """One shard's part of ``operation``, per column: what :func:`combine_reduction` needs."""
+    frame = _as_frame(shard, operation)
+    try:
+        return _partial_of_frame(frame, shard, operation, skipna)
+    except TypeError as error:  # pandas cannot order or add the values, e.g. strings and None
+        raise InvalidArgumentError(
+            f"{operation}() cannot reduce the column(s) {list(frame.columns)} ({error}); drop or fill the missing "
+            "values, or select columns of one kind, first"
+        ) from error
+
+
+def _partial_of_frame(frame: pd.DataFrame, shard: Shard, operation: str, skipna: bool) -> Any:
+    if operation in ("max", "min"):
+        return NoRows(list(frame.columns)) if len(frame) == 0 else getattr(frame, operation)(skipna=skipna)
+    if operation == "sum":
+        return frame.sum(skipna=skipna, min_count=0)
+    if operation == "count":
+        return frame.count()
+    if operation == "mean":
+        numeric = frame.select_dtypes(include=["number", "bool"])
+        if isinstance(shard, pd.Series) and numeric.shape[1] == 0:
+            raise InvalidArgumentError(f"mean() needs numbers, but the column {shard.name!r} holds {shard.dtype} values")
+        counts = numeric.count() if skipna else pd.Series(len(numeric), index=numeric.columns)
+        return numeric.sum(skipna=skipna, min_count=0), counts
+    if operation == "nunique":  # skipna here is dropna
+        return {column: pd.unique(frame[column].dropna() if skipna else frame[column]) for column in frame.columns}
+    raise InvalidArgumentError(f"operation={operation!r} is not a reduction; use one of {list(REDUCTIONS)}")
+
+
+def combine_reduction(partials: Sequence[Any], operation: str, skipna: bool) -> pd.Series:
+    """The reduction over all shards, per column, from their :func:`reduction_partial` parts."""
+    present = [part for part in partials if not isinstance(part, NoRows)]
+    if operation == "mean":
+        sums = pd.concat([part[0] for part in present], axis=1).sum(axis=1, skipna=False, min_count=0)
+        counts = pd.concat([part[1] for part in present], axis=1).sum(axis=1)
+        return (sums / counts.where(counts > 0)).astype("float64")
+    if operation == "nunique":
+        columns = list(present[0]) if present else []
+        return pd.Series({column: len(pd.unique(np.concatenate([np.asarray(part[column], dtype=object) for part in present])))
+                          for column in columns}, dtype="int64")
+    if not present:  # no shard or only empty ones: NaN per column, as pandas gives for no rows
+        columns = partials[0].columns if partials else []
+        return pd.Series(np.nan if operation in ("max", "min") else 0, index=columns, dtype="float64" if operation in ("max", "min") else "int64")
+    table = pd.concat(present, axis=1)
+    if operation in ("max", "min"):
+        return getattr(table, operation)(axis=1, skipna=skipna)
+    return table.sum(axis=1, skipna=skipna, min_count=0)  # sum and count
 
 
 def schema_of(shard: Shard) -> dict[str, Any]:

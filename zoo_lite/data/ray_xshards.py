@@ -17,6 +17,7 @@ itself was released or dropped (``shards.to_ray().to_spark_xshards().collect()``
 
 from __future__ import annotations
 
+import logging
 import socket
 import uuid
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     #: in, so that this module needs SparkXShards for type hints only)
     CollectionFactory = Callable[[RDD, Sequence[Any]], SparkXShards]
 
-__all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "ObjectStoreFullError", "shards_of_ranges"]
+__all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "ObjectStoreFullError", "shards_of_ranges",
+           "assign_whole_partitions"]
 
 _NAMESPACE = "zoo_lite"
 _GET_TIMEOUT_S = 600.0
@@ -499,8 +501,11 @@ class RayXShards:
                 lost.append(self._partitions[position].index)
         return lost
 
-    def assign_partitions_to_actors(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int]]]:
+    def assign_rows_to_actors(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int]]]:
         """Spread the rows over ``actors``: for each actor, a list of ``(object_ref, start, stop)``.
+
+        zoo_lite's balanced form of :meth:`assign_partitions_to_actors` (which keeps Orca's
+        whole-partition form).
 
         Each actor gets the same number of rows (within one), whole partitions on its own node
         first; partitions are cut when needed, including when there are fewer partitions than
@@ -535,14 +540,14 @@ class RayXShards:
         >>> @ray.remote(num_cpus=0)
         ... class Worker:
         ...     pass
-        >>> assigned = in_ray.assign_partitions_to_actors([Worker.remote() for _ in range(3)])
+        >>> assigned = in_ray.assign_rows_to_actors([Worker.remote() for _ in range(3)])
         >>> [sum(stop - start for _, start, stop in slices) for slices in assigned]  # rows per actor
         [2, 2, 2]
         """
         return [[(ref, start, stop) for ref, _, start, stop in slices] for slices in self.assign_partition_ranges(actors)]
 
     def assign_partition_ranges(self, actors: Sequence[Any]) -> list[list[tuple[Any, int, int, int]]]:
-        """As :meth:`assign_partitions_to_actors`, with ``(object_ref, partition, start, stop)`` ranges.
+        """As :meth:`assign_rows_to_actors`, with ``(object_ref, partition, start, stop)`` ranges.
 
         Parameters
         ----------
@@ -576,17 +581,18 @@ class RayXShards:
         [[(0, 0, 3)], [(1, 0, 3)]]
         """
         if not actors:
-            raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
+            raise InvalidArgumentError("assign_rows_to_actors(actors=[]) needs at least one actor")
         return self._assign(actor_nodes(actors))
 
     def _assign(self, nodes: Sequence[Optional[str]]) -> list[list[tuple[Any, int, int, int]]]:
         ranges = partition_ops.assign_row_ranges(self.partition_rows(), self.partition_nodes(), nodes)
         return [[(self._partitions[index].ref, index, start, stop) for index, start, stop in worker] for worker in ranges]
 
-    def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
+    def transform_rows_with_actors(self, actors: Sequence[Any], func: Callable[[Any, list[Any]], Any]) -> "RayXShards":
         """Run ``func(actor_instance, shards)`` inside each actor on the rows assigned to it (see
-        :meth:`assign_partitions_to_actors`); each call's return value is the one shard of one
-        partition of the result, which the driver owns.
+        :meth:`assign_rows_to_actors`); each call's return value is the one shard of one
+        partition of the result, which the driver owns. zoo_lite's balanced form of
+        :meth:`transform_shards_with_actors` (which keeps Orca's per-partition form).
 
         Partition ``i`` of the result comes from ``actors[i]``; its rows are that actor's assigned
         ranges in order. Which rows an actor gets depends on where it runs (local partitions
@@ -622,7 +628,7 @@ class RayXShards:
         >>> @ray.remote(num_cpus=0)
         ... class Scaler:
         ...     factor = 10
-        >>> scaled = in_ray.transform_shards_with_actors(
+        >>> scaled = in_ray.transform_rows_with_actors(
         ...     [Scaler.remote(), Scaler.remote()], lambda actor, shards: np.concatenate(shards) * actor.factor)
         >>> sorted(shard.tolist() for shard in scaled.collect())
         [[0, 10, 20], [30, 40, 50]]
@@ -630,12 +636,18 @@ class RayXShards:
         import ray
 
         if not actors:
-            raise InvalidArgumentError("transform_shards_with_actors(actors=[]) needs at least one actor")
+            raise InvalidArgumentError("transform_rows_with_actors(actors=[]) needs at least one actor")
         nodes = actor_nodes(actors)
         assigned = self._assign(nodes)
         results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
         rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
-        # the driver owns the results; an owner actor lends them to Spark tasks, as for to_ray()
+        return self._held_results(results, nodes, rows)
+
+    def _held_results(self, results: Sequence[Any], nodes: Sequence[Optional[str]], rows: Sequence[int]) -> "RayXShards":
+        """A RayXShards of partition objects ``results`` (owned by the driver, which made the calls):
+        an owner actor holds them too, so that Spark tasks can borrow them, as for to_ray()."""
+        import ray
+
         from zoo_lite.context import ray_context_started_on_demand
         from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
@@ -645,6 +657,160 @@ class RayXShards:
         ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
         partitions = [_Partition(i, ref, node or "", n, name, tag) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
         return RayXShards(partitions, [holder], tag, self._spark_collection)
+
+    # -- Orca's actor API: whole partitions, one call per partition -----------------------------
+
+    @staticmethod
+    def from_spark_xshards(spark_xshards: "SparkXShards") -> "RayXShards":
+        """Orca's name for :meth:`SparkXShards.to_ray`: the partitions of ``spark_xshards`` put into
+        Ray from the executors.
+
+        Parameters
+        ----------
+        spark_xshards : SparkXShards
+            The collection to move (it stays usable).
+
+        Returns
+        -------
+        RayXShards
+            One object per partition; Ray on Spark is started first if it is not running.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``spark_xshards`` is not a SparkXShards.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> from zoo_lite.data.ray_xshards import RayXShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = RayXShards.from_spark_xshards(XShards.partition({"x": np.arange(4)}, num_shards=2))
+        >>> in_ray.num_partitions(), len(in_ray)
+        (2, 4)
+        """
+        to_ray = getattr(spark_xshards, "to_ray", None)
+        if not callable(to_ray):  # duck-typed: importing SparkXShards here would make an import cycle
+            raise InvalidArgumentError(
+                f"RayXShards.from_spark_xshards(spark_xshards={type(spark_xshards).__name__} object) needs a SparkXShards, "
+                "such as XShards.partition(data) or read_csv(path) returns"
+            )
+        return to_ray()
+
+    def assign_partitions_to_actors(self, actors: Sequence[Any]) -> tuple[list[list[int]], list[str], list[Any]]:
+        """Orca's assignment: whole partitions to actors, as evenly by count as possible, each
+        partition to an actor on its own Ray node when one has room.
+
+        With ``P`` partitions and ``A`` actors, the first ``P % A`` actors that fill up get
+        ``P // A + 1`` partitions and the others ``P // A``. With fewer partitions than actors,
+        the actors left without one are left out of the result (a warning suggests
+        ``repartition``). Unlike Orca, the actors need no ``get_node_ip`` method: where each runs
+        is asked from Ray. :meth:`assign_rows_to_actors` balances rows instead.
+
+        Parameters
+        ----------
+        actors : list of ray.actor.ActorHandle
+            The actors to spread the partitions over.
+
+        Returns
+        -------
+        tuple of (list of list of int, list of str, list of ray.actor.ActorHandle)
+            For each actor that got partitions, in the order of ``actors``: its partition
+            indices (ascending), its node's IP address, and the actor itself.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``actors`` is empty.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(10), num_shards=5).to_ray()
+        >>> @ray.remote(num_cpus=0)
+        ... class Worker:
+        ...     pass
+        >>> partitions, ips, assigned = in_ray.assign_partitions_to_actors([Worker.remote() for _ in range(3)])
+        >>> partitions, len(ips), len(assigned)
+        ([[0, 1], [2, 3], [4]], 3, 3)
+        """
+        if not actors:
+            raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
+        located = actor_nodes_and_ips(actors)
+        if self.num_partitions() < len(actors):
+            logging.getLogger(__name__).warning(
+                "%d partitions for %d actors: %d actor(s) get no partition; repartition the XShards into at least %d "
+                "partitions to use them all", self.num_partitions(), len(actors), len(actors) - self.num_partitions(),
+                len(actors))
+        assigned = assign_whole_partitions(self.partition_nodes(), [node for node, _ in located])
+        kept = [i for i, partitions in enumerate(assigned) if partitions]
+        return [assigned[i] for i in kept], [located[i][1] for i in kept], [actors[i] for i in kept]
+
+    def transform_shards_with_actors(self, actors: Sequence[Any], func: Callable[[Any, Any], Any]) -> "RayXShards":
+        """Orca's form: ``func(actor, partition_ref)`` is called on the driver for every partition
+        with the actor it is assigned to (:meth:`assign_partitions_to_actors`), and returns the
+        reference of the new partition, typically ``actor.method.remote(partition_ref)``.
+
+        Ray passes a reference given directly as an argument to an actor method as its value, the
+        partition's list of shards; the method returns the new list of shards. A ``func`` that
+        returns a value instead of a reference has it put into Ray as the new partition.
+        :meth:`transform_rows_with_actors` runs a function inside the actors on balanced rows instead.
+
+        Parameters
+        ----------
+        actors : list of ray.actor.ActorHandle
+            The actors to spread the partitions over.
+        func : callable
+            ``(actor, partition_ref) -> ray.ObjectRef`` of the new partition (a list of shards).
+
+        Returns
+        -------
+        RayXShards
+            As many partitions as this one, in the same order: partition ``i`` is the result of
+            ``func`` for partition ``i``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``actors`` is empty.
+        ZooLiteError
+            This RayXShards was released.
+
+        Examples
+        --------
+        >>> import numpy as np, ray
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> in_ray = XShards.partition(np.arange(6), num_shards=3).to_ray()
+        >>> @ray.remote(num_cpus=0)
+        ... class AddOne:
+        ...     def add_one(self, partition):
+        ...         return [shard + 1 for shard in partition]
+        >>> actors = [AddOne.remote(), AddOne.remote()]
+        >>> result = in_ray.transform_shards_with_actors(actors, lambda actor, ref: actor.add_one.remote(ref))
+        >>> result.collect()
+        [array([1, 2]), array([3, 4]), array([5, 6])]
+        """
+        import ray
+
+        partitions, _, assigned = self.assign_partitions_to_actors(actors)
+        refs, nodes = self.object_refs(), self.partition_nodes()
+        results: list[Any] = [None] * len(refs)
+        for actor, indices in zip(assigned, partitions):
+            for index in indices:
+                result = func(actor, refs[index])
+                results[index] = result if isinstance(result, ray.ObjectRef) else ray.put(result)
+        count_rows = _count_rows_task()
+        rows = ray.get([count_rows.remote(ref) for ref in results], timeout=_GET_TIMEOUT_S)
+        return self._held_results(results, nodes, rows)
 
     def to_spark_xshards(self) -> "SparkXShards":
         """Back to a SparkXShards with the same partitions, read by Spark tasks from Ray.
@@ -741,6 +907,90 @@ class RayXShards:
         if self._released:
             return "RayXShards(released)"
         return f"RayXShards(num_partitions={self.num_partitions()}, rows={len(self)})"
+
+
+def assign_whole_partitions(partition_nodes: Sequence[str], actor_nodes: Sequence[Optional[str]]) -> list[list[int]]:
+    """Orca's assignment of whole partitions to actors, as a pure function of where each is.
+
+    Every actor gets ``len(partition_nodes) // len(actor_nodes)`` partitions, and the first actors
+    to fill up one more, until the remainder is used. A first pass gives each partition to an actor
+    on its node with room, in actor order; a second pass gives the rest to any actor with room.
+
+    Parameters
+    ----------
+    partition_nodes : list of str
+        The node of each partition.
+    actor_nodes : list of str or None
+        The node of each actor.
+
+    Returns
+    -------
+    list of list of int
+        For each actor, the indices of its partitions, ascending (empty for actors beyond the
+        number of partitions).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``actor_nodes`` is empty.
+
+    Examples
+    --------
+    >>> assign_whole_partitions(["a", "a", "b", "b", "b"], ["b", "a"])  # local partitions first
+    [[2, 3, 4], [0, 1]]
+    >>> assign_whole_partitions(["a"] * 5, ["a", "a", "a"])  # 5 over 3: the first fill up to 2
+    [[0, 1], [2, 3], [4]]
+    >>> assign_whole_partitions(["a", "a"], ["a", "a", "a"])
+    [[0], [1], []]
+    """
+    if not actor_nodes:
+        raise InvalidArgumentError("assign_whole_partitions(actor_nodes=[]) needs at least one actor")
+    quota, extra = divmod(len(partition_nodes), len(actor_nodes))
+    assigned: list[list[int]] = [[] for _ in actor_nodes]
+
+    def give(actor: int, partition: int) -> bool:
+        nonlocal extra
+        held = len(assigned[actor])
+        if held < quota or (held == quota and extra > 0):
+            if held == quota:
+                extra -= 1
+            assigned[actor].append(partition)
+            return True
+        return False
+
+    actors_on: dict[Optional[str], list[int]] = {}
+    for actor, node in enumerate(actor_nodes):
+        actors_on.setdefault(node, []).append(actor)
+    remote = [partition for partition, node in enumerate(partition_nodes)
+              if not any(give(actor, partition) for actor in actors_on.get(node, []))]
+    for partition in remote:
+        any(give(actor, partition) for actor in range(len(actor_nodes)))
+    return [sorted(partitions) for partitions in assigned]
+
+
+def actor_nodes_and_ips(actors: Sequence[Any]) -> list[tuple[str, str]]:
+    """The Ray node id and the node's IP address of each actor."""
+    import ray
+
+    return ray.get([actor.__ray_call__.remote(_node_and_ip_of) for actor in actors], timeout=_GET_TIMEOUT_S)
+
+
+def _node_and_ip_of(_: Any) -> tuple[str, str]:
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
+
+
+def _count_rows(partition: list[Any]) -> int:
+    return partition_ops.partition_weight(partition)
+
+
+def _count_rows_task() -> Any:
+    """A zero-CPU Ray task counting the rows of a partition given by reference: Ray runs it where
+    the partition is, so the data does not come to the driver."""
+    import ray
+
+    return ray.remote(num_cpus=0)(_count_rows)
 
 
 def actor_nodes(actors: Sequence[Any]) -> list[Optional[str]]:

@@ -92,6 +92,12 @@ def _as_list(columns: Union[Hashable, Sequence[Hashable]]) -> list[Hashable]:
     return list(columns) if isinstance(columns, (list, tuple)) else [columns]
 
 
+def _eager_mode() -> bool:
+    from zoo_lite.context import OrcaContext  # here: zoo_lite.context imports the data package
+
+    return OrcaContext._eager_mode
+
+
 def _active_spark_context() -> "SparkContext":
     from zoo_lite.context import OrcaContext
 
@@ -435,7 +441,8 @@ class SparkXShards(XShards):
     rdd : pyspark.RDD
         Each element is one shard.
     transient : bool, default False
-        Kept for Orca compatibility; zoo_lite never caches implicitly (see :meth:`cache`).
+        Never cache nor compute at creation, even in Orca's eager mode
+        (``OrcaContext._eager_mode``, off by default: zoo_lite's collections are lazy).
     class_name : str, optional
         Kept for Orca compatibility.
 
@@ -477,7 +484,31 @@ class SparkXShards(XShards):
         self.rdd = rdd
         self.transient = transient
         self.class_name = class_name
-        self._cached = False
+        self._cached = False  # cache() called by the user
+        self._eager_cached = False  # cached at creation by OrcaContext._eager_mode
+        if not transient and _eager_mode():
+            self._compute_and_keep()
+
+    def _compute_and_keep(self) -> None:
+        """Orca's eager mode: cache the shards and compute them now, so that an error surfaces at
+        the call that made them and later actions reuse them."""
+        self.rdd.cache()
+        self._eager_cached = True
+        run_job(self._sc, self.rdd.count)
+
+    def _derived(self, rdd: "RDD", transient: bool = False) -> "SparkXShards":
+        """A new collection made from this one. In eager mode it is computed now, and this one's
+        eager cache is dropped unless the user cached it (Orca's rule: a pipeline keeps one
+        step in memory, not every step)."""
+        child = SparkXShards(rdd, transient=transient)
+        if not transient:
+            self._release_eager_cache()
+        return child
+
+    def _release_eager_cache(self) -> None:
+        if self._eager_cached and not self._cached:
+            self.rdd.unpersist()
+            self._eager_cached = False
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -524,7 +555,11 @@ class SparkXShards(XShards):
         """
         if not callable(func):
             raise InvalidArgumentError(f"func={func!r} is not callable; pass a function taking a shard")
-        return SparkXShards(self.rdd.mapPartitionsWithIndex(_per_shard(func, with_index=with_index), preservesPartitioning=True))
+        return self._mapped(func, with_index=with_index)
+
+    def _mapped(self, func: Callable[..., Any], *, with_index: bool = False, transient: bool = False) -> "SparkXShards":
+        return self._derived(self.rdd.mapPartitionsWithIndex(_per_shard(func, with_index=with_index), preservesPartitioning=True),
+                             transient=transient)
 
     def _gather(self, func: Callable[[Any], T]) -> list[T]:
         """``func`` of every shard, collected in partition order."""
@@ -763,7 +798,7 @@ class SparkXShards(XShards):
         """
         count = check_positive_int(num_partitions, "num_partitions")
         pieces = functools.partial(_even_pieces, num_partitions=count)
-        return SparkXShards(_shuffle(self.rdd, pieces, count))
+        return self._derived(_shuffle(self.rdd, pieces, count))
 
     def partition_by(self, cols: Union[Hashable, Sequence[Hashable]], num_partitions: Optional[int] = None) -> "SparkXShards":
         """Hash-partition pandas shards by ``cols``: afterwards all rows with equal keys are in one
@@ -805,7 +840,7 @@ class SparkXShards(XShards):
             raise InvalidArgumentError(f"cols={cols!r}: name at least one key column to partition by")
         count = self.num_partitions() if num_partitions is None else check_positive_int(num_partitions, "num_partitions")
         pieces = functools.partial(_hash_pieces, columns=columns, num_partitions=count)
-        return SparkXShards(_shuffle(self.rdd, pieces, count))
+        return self._derived(_shuffle(self.rdd, pieces, count))
 
     def __getitem__(self, key: Any) -> "SparkXShards":
         """``shard[key]`` of every shard, e.g. a column of pandas shards as Series shards.
@@ -837,7 +872,7 @@ class SparkXShards(XShards):
         >>> [series.tolist() for series in shards["b"].collect()]
         [[5, 6], [7, 8]]
         """
-        return self.map_partitions(functools.partial(_select_key, key=key))
+        return self._mapped(functools.partial(_select_key, key=key), transient=True)  # a view, as in Orca
 
     def select(self, cols: Union[Hashable, Sequence[Hashable]]) -> "SparkXShards":
         """Only the columns ``cols`` of pandas shards.
@@ -1186,8 +1221,10 @@ class SparkXShards(XShards):
         first = self.first()
         if not isinstance(first, (list, tuple)):
             raise InvalidArgumentError(f"split() needs list or tuple shards, but a shard is a {type(first).__name__}")
-        checked = self.map_partitions(functools.partial(partition_ops.split_tuple_shard, expected_length=len(first)))
-        return [checked.map_partitions(functools.partial(_item, position=i)) for i in range(len(first))]
+        checked = self._mapped(functools.partial(partition_ops.split_tuple_shard, expected_length=len(first)), transient=True)
+        parts = [checked.map_partitions(functools.partial(_item, position=i)) for i in range(len(first))]
+        self._release_eager_cache()
+        return parts
 
     def zip(self, other: "SparkXShards") -> "SparkXShards":
         """Pair shards position by position: shards become ``(self_shard, other_shard)`` tuples.
@@ -1234,7 +1271,9 @@ class SparkXShards(XShards):
                 f"{other.num_partitions()}; repartition one of them to match"
             )
         pairs = self.rdd.glom().zip(other.rdd.glom())
-        return SparkXShards(pairs.mapPartitionsWithIndex(_per_shard(_zip_pair, with_index=True)).flatMap(_identity_list))
+        zipped = self._derived(pairs.mapPartitionsWithIndex(_per_shard(_zip_pair, with_index=True)).flatMap(_identity_list))
+        other._release_eager_cache()
+        return zipped
 
     # -- caching ------------------------------------------------------------------------------------
 
@@ -1281,16 +1320,18 @@ class SparkXShards(XShards):
         (True, False)
         """
         self.rdd.unpersist()
-        self._cached = False
+        self._cached = self._eager_cached = False
         return self
 
     def is_cached(self) -> bool:
-        """Whether :meth:`cache` is in effect.
+        """Whether the shards are kept in memory: after :meth:`cache`, or, in Orca's eager mode
+        (``OrcaContext._eager_mode = True``), from creation until a collection is made from them.
 
         Returns
         -------
         bool
-            True after :meth:`cache`, False after :meth:`uncache` or when never cached.
+            True after :meth:`cache` or while eagerly cached, False after :meth:`uncache` or
+            when never cached.
 
         Examples
         --------
@@ -1302,7 +1343,7 @@ class SparkXShards(XShards):
         >>> shards.is_cached(), shards.cache().is_cached()
         (False, True)
         """
-        return self._cached
+        return self._cached or self._eager_cached
 
     # -- actions ------------------------------------------------------------------------------------
 
@@ -1524,6 +1565,204 @@ class SparkXShards(XShards):
         """
         maxima = [value for value in self._gather(functools.partial(_column_max, column=col_name)) if pd.notna(value)]
         return max(maxima) if maxima else np.nan
+
+    def min_values(self, col_name: Hashable) -> Any:
+        """Smallest value of a column across pandas shards (the counterpart of :meth:`max_values`).
+
+        Parameters
+        ----------
+        col_name : column label
+            The column.
+
+        Returns
+        -------
+        scalar
+            The smallest non-missing value; NaN when the column holds no value at all.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            ``col_name`` is not a column of the shards.
+        InvalidArgumentError
+            A shard is not a pandas DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"v": [3.5, None, 9.0, 1.0]}), 2)
+        >>> float(shards.min_values("v"))
+        1.0
+        """
+        minima = [value for value in self._gather(functools.partial(_column_min, column=col_name)) if pd.notna(value)]
+        return min(minima) if minima else np.nan
+
+    # -- column reductions: one vectorised pass per shard, combined on the driver -------------------
+
+    def _reduce(self, operation: str, skipna: bool) -> Any:
+        parts = self._gather(functools.partial(_reduction_part, operation=operation, skipna=skipna))
+        result = partition_ops.combine_reduction([part for _, part in parts], operation, skipna)
+        if parts and all(is_series for is_series, _ in parts):  # Series shards reduce to one value, as a Series does
+            return result.iloc[0] if len(result) else result.dtype.type(np.nan if operation in ("max", "min", "mean") else 0)
+        return result
+
+    def max(self, skipna: bool = True) -> Any:
+        """Largest value of Series shards (``shards["col"].max()``), or of each column of
+        DataFrame shards, as pandas' ``max`` of all the rows together.
+
+        Parameters
+        ----------
+        skipna : bool, default True
+            Leave missing values out; with False a missing value makes the result NaN.
+
+        Returns
+        -------
+        scalar or pandas.Series
+            One value for Series shards; a Series by column for DataFrame shards. NaN where
+            there is no value.
+
+        Raises
+        ------
+        InvalidArgumentError
+            A shard is not a pandas Series or DataFrame.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"high": [3.5, None, 9.0, 1.0]}), 2)
+        >>> float(shards["high"].max()), float(shards["high"].min())
+        (9.0, 1.0)
+        """
+        return self._reduce("max", skipna)
+
+    def min(self, skipna: bool = True) -> Any:
+        """Smallest value of Series shards, or of each column of DataFrame shards (see :meth:`max`).
+
+        Parameters
+        ----------
+        skipna : bool, default True
+            Leave missing values out; with False a missing value makes the result NaN.
+
+        Returns
+        -------
+        scalar or pandas.Series
+            One value for Series shards; a Series by column for DataFrame shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> lowest = XShards.partition(pd.DataFrame({"a": [3, 1], "b": ["x", "w"]}), 2).min()
+        >>> int(lowest["a"]), lowest["b"]
+        (1, 'w')
+        """
+        return self._reduce("min", skipna)
+
+    def sum(self, skipna: bool = True) -> Any:
+        """Sum of Series shards, or of each column of DataFrame shards (0 for no rows, as pandas).
+
+        Parameters
+        ----------
+        skipna : bool, default True
+            Leave missing values out; with False a missing value makes the result NaN.
+
+        Returns
+        -------
+        scalar or pandas.Series
+            One value for Series shards; a Series by column for DataFrame shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> int(XShards.partition(pd.DataFrame({"n": [1, 2, 3, 4]}), 2)["n"].sum())
+        10
+        """
+        return self._reduce("sum", skipna)
+
+    def mean(self, skipna: bool = True) -> Any:
+        """Mean of Series shards, or of each numeric column of DataFrame shards, over all rows
+        (exact: the sums and counts of the shards are combined, not their means).
+
+        Parameters
+        ----------
+        skipna : bool, default True
+            Leave missing values out; with False a missing value makes the result NaN.
+
+        Returns
+        -------
+        float or pandas.Series
+            One value for Series shards; a Series by numeric column for DataFrame shards. NaN
+            where there is no value.
+
+        Raises
+        ------
+        InvalidArgumentError
+            Series shards that do not hold numbers, or shards that are not pandas.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> float(XShards.partition(pd.DataFrame({"v": [1.0, 2.0, 3.0, None, 9.0]}), 2)["v"].mean())
+        3.75
+        """
+        return self._reduce("mean", skipna)
+
+    def count(self) -> Any:
+        """Number of non-missing values of Series shards, or of each column of DataFrame shards.
+
+        Returns
+        -------
+        int or pandas.Series
+            One count for Series shards; a Series by column for DataFrame shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> int(XShards.partition(pd.DataFrame({"v": [1.0, None, 3.0]}), 2)["v"].count())
+        2
+        """
+        return self._reduce("count", True)
+
+    def nunique(self, dropna: bool = True) -> Any:
+        """Number of distinct values of Series shards, or of each column of DataFrame shards.
+
+        Parameters
+        ----------
+        dropna : bool, default True
+            Leave missing values out; with False a missing value counts as one value.
+
+        Returns
+        -------
+        int or pandas.Series
+            One count for Series shards; a Series by column for DataFrame shards.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(pd.DataFrame({"city": ["a", "b", None, "a"]}), 2)
+        >>> int(shards["city"].nunique()), int(shards["city"].nunique(dropna=False))
+        (2, 3)
+        """
+        return self._reduce("nunique", dropna)
 
     def get_null_sum(self) -> pd.Series:
         """Missing values per column across pandas shards.
@@ -1747,6 +1986,16 @@ def _column_max(shard: Any, column: Hashable) -> Any:
     frame = partition_ops.require_pandas(shard, "max_values")
     partition_ops.check_columns(frame, [column], "col_name")
     return frame[column].max()
+
+
+def _column_min(shard: Any, column: Hashable) -> Any:
+    frame = partition_ops.require_pandas(shard, "min_values")
+    partition_ops.check_columns(frame, [column], "col_name")
+    return frame[column].min()
+
+
+def _reduction_part(shard: Any, operation: str, skipna: bool) -> tuple[bool, Any]:
+    return isinstance(shard, pd.Series), partition_ops.reduction_partial(shard, operation, skipna)
 
 
 def _head(shard: Any, n: int) -> pd.DataFrame:

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, RayNodeStartError, decode_remote_error
+from zoo_lite.errors import (
+    ClusterStartError,
+    ContextError,
+    ContextStoppedError,
+    InvalidArgumentError,
+    RayNodeStartError,
+    decode_remote_error,
+)
 from zoo_lite.ray_on_spark.lease import LeaseServer
 from zoo_lite.ray_on_spark.node_launch import (
     NodeInfo,
@@ -34,11 +41,32 @@ from zoo_lite.spark_settings import RaySettings, memory_to_mb, registered_execut
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes"]
+__all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes", "serve_active_ray_context"]
 
 _LOCAL_HOST = "127.0.0.1"
 _STOP_TIMEOUT_S = 30.0
 _NAMESPACE = "zoo_lite"
+
+#: how :meth:`RayContext.get` finds the active context's Ray, ``lookup(initialize)``; handed over
+#: by ``zoo_lite.context``, which owns the context (it imports this module, never the reverse)
+_active_ray_lookup: Optional[Callable[[bool], Optional["RayContext"]]] = None
+
+
+def serve_active_ray_context(lookup: Callable[[bool], Optional["RayContext"]]) -> None:
+    """Set how :meth:`RayContext.get` finds the active context's Ray (``zoo_lite.context`` calls
+    this when it starts a context): ``lookup(initialize)`` returns the RayContext, started first
+    when ``initialize`` is True, or None when Ray is not running; it raises when no context is
+    active.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1)  # serves the active context's Ray
+    >>> RayContext.get() is OrcaContext.get_ray_context()
+    True
+    """
+    global _active_ray_lookup
+    _active_ray_lookup = lookup
 
 
 @dataclass
@@ -79,6 +107,85 @@ class RayContext:
     driver_node: Optional[dict[str, Any]] = None
     _stopped: bool = field(default=False, repr=False)
     settings: RaySettings = field(default_factory=RaySettings, repr=False)
+
+    @classmethod
+    def get(cls, initialize: bool = True) -> "RayContext":
+        """Orca's ``RayContext.get()``: the Ray of the active zoo_lite context.
+
+        As in Orca, ``initialize=True`` starts Ray on Spark first if it is not running yet (with
+        the options given to :func:`~zoo_lite.init_orca_context`), so it works after
+        ``init_orca_context(init_ray_on_spark=False)`` too.
+
+        Parameters
+        ----------
+        initialize : bool, default True
+            Start Ray if it is not running. With False, a context without Ray is an error.
+
+        Returns
+        -------
+        RayContext
+            The same object as ``OrcaContext.get_ray_context()``.
+
+        Raises
+        ------
+        ContextError
+            No zoo_lite context is active (:class:`~zoo_lite.errors.ContextStoppedError`), or
+            ``initialize=False`` and Ray is not running.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, stop_orca_context
+        >>> from zoo_lite.ray_on_spark import RayContext
+        >>> stop_orca_context()
+        >>> _ = init_orca_context(cores=1)  # without Ray
+        >>> RayContext.get(initialize=False)
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.ContextError: RayContext.get(initialize=False): the active zoo_lite context has no Ray running; ...
+        >>> ray_context = RayContext.get()  # starts Ray on Spark, as Orca did
+        >>> ray_context.num_ray_nodes, ray_context.ray_node_cpu_cores
+        (1, 1)
+        >>> stop_orca_context()
+        """
+        if _active_ray_lookup is None:
+            raise ContextStoppedError(
+                "RayContext.get(): no zoo_lite context is active; call "
+                "init_orca_context(..., init_ray_on_spark=True) first"
+            )
+        ray_context = _active_ray_lookup(bool(initialize))
+        if ray_context is None:
+            raise ContextError(
+                "RayContext.get(initialize=False): the active zoo_lite context has no Ray running; use "
+                "RayContext.get() (initialize=True) to start it, or init_orca_context(init_ray_on_spark=True)"
+            )
+        return ray_context
+
+    @property
+    def num_ray_nodes(self) -> int:
+        """Number of Ray nodes started for the executors (Orca's name; 1 in local mode).
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> RayContext.get().num_ray_nodes  # local mode: one node
+        1
+        """
+        return len(self.nodes)
+
+    @property
+    def ray_node_cpu_cores(self) -> int:
+        """CPUs of each Ray node (Orca's name): ``ray_node_cpu_cores`` of ``init_orca_context``,
+        else the cores of each executor (of the local session in local mode).
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context
+        >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+        >>> RayContext.get().ray_node_cpu_cores >= 1
+        True
+        """
+        return int(self.nodes[0]["num_cpus"]) if self.nodes else 0
 
     def lost_nodes(self) -> list[str]:
         """Names of this cluster's nodes that died (their executor or their processes): the

@@ -12,6 +12,7 @@ scan order with the spark backend and in sorted file order with the pandas backe
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import json
@@ -41,7 +42,10 @@ _SPARK_CSV_KWARGS = frozenset({
     "sep", "delimiter", "header", "names", "usecols", "dtype", "quotechar", "escapechar", "comment",
     "nrows", "index_col", "parse_dates", "encoding", "on_bad_lines", "squeeze",
 })
-_SPARK_JSON_KWARGS = frozenset({"orient", "lines", "dtype", "nrows", "convert_dates", "encoding"})
+_SPARK_JSON_KWARGS = frozenset({"orient", "lines", "dtype", "nrows", "convert_dates", "encoding",
+                                "names", "usecols", "index_col", "squeeze", "multiLine"})
+# Orca's read_json took names, usecols, index_col and squeeze (pandas' read_json takes none of them)
+_ORCA_JSON_KWARGS = ("names", "usecols", "index_col", "squeeze")
 # pandas' rule for columns read_json converts to dates by default (keep_default_dates).
 _DATE_LIKE = re.compile(r"(_at|_time)$|^timestamp|^(modified|date|datetime)$", re.IGNORECASE)
 
@@ -101,10 +105,16 @@ def _all_default_index(frames: Sequence[pd.DataFrame]) -> bool:
 
 
 def _read_text_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
-    """The pandas backend of a text reader: ``nrows`` counts rows over all files, in file order."""
+    """The pandas backend of a text reader: ``nrows`` counts rows over all files, in file order;
+    ``squeeze`` (gone from pandas 2) is applied to each shard after reading."""
+    kwargs = dict(kwargs)
+    squeeze = bool(kwargs.pop("squeeze", False))
     shards = _read_files_with_pandas(files, reader, kwargs, argument)
     nrows = kwargs.get("nrows")
-    return _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+    shards = _first_rows(shards, _nrows(nrows)) if nrows is not None else shards
+    if not squeeze:
+        return shards
+    return SparkXShards(shards.rdd.map(functools.partial(_squeezed, squeeze=True), preservesPartitioning=True))
 
 
 def _first_rows(shards: SparkXShards, nrows: int) -> SparkXShards:
@@ -231,6 +241,196 @@ def _select_usecols(columns: list[str], usecols: Any) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# names, parse_dates and squeeze: pandas' rules, as pure functions shared by both backends
+# ---------------------------------------------------------------------------------------------
+
+_UNNAMED = "_zoo_lite_unnamed_{}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """How a list of ``names`` maps onto a file's columns (pandas' rules).
+
+    ``file_names`` names every file column (placeholders for columns the names do not cover),
+    ``selected`` are the columns kept, in file order, ``index`` the placeholders that become
+    pandas' implicit index, ``extra`` the names past the file's last column (all missing)."""
+
+    file_names: tuple
+    selected: tuple
+    index: tuple = ()
+    extra: tuple = ()
+
+
+def _usecols_positions(names: list, width: int, usecols: Any) -> list[int]:
+    items = list(dict.fromkeys(usecols))
+    if all(isinstance(item, (int, np.integer)) and not isinstance(item, bool) for item in items):
+        outside = [int(item) for item in items if not 0 <= item < width]
+        if outside:
+            raise InvalidArgumentError(f"usecols={list(usecols)!r}: position(s) {outside} are outside the {width} columns")
+        return sorted(int(item) for item in items)
+    if all(isinstance(item, str) for item in items):
+        missing = [item for item in items if item not in names]
+        if missing:
+            raise InvalidArgumentError(f"usecols={list(usecols)!r}: column(s) {missing} are not in names={names!r}")
+        return sorted(names.index(item) for item in items)
+    raise InvalidArgumentError(f"usecols={list(usecols)!r} must be all column names, all positions, or a callable")
+
+
+def _names_layout(names: Sequence[Hashable], width: int, usecols: Any, index_col: Any, implicit_index: bool = True) -> _Layout:
+    """pandas' reading of ``names`` for a file of ``width`` columns.
+
+    - as many names as columns: they replace the column names;
+    - fewer names, no ``usecols``: the leading columns left over become the (unnamed) index,
+      or are dropped from the end with ``index_col=False``;
+    - more names: the columns past the file's end are all missing;
+    - with a list ``usecols``: one name per file column, or one per selected column (names given
+      in ``usecols`` are looked up in ``names``); a callable ``usecols`` filters the names.
+    """
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise InvalidArgumentError(f"names={names!r} has duplicate names; pandas refuses them too")
+    count = len(names)
+    placeholders = [_UNNAMED.format(position) for position in range(width)]
+    if usecols is None or callable(usecols):
+        index: list = []
+        if count >= width:
+            file_names, extra = names[:width], names[width:]
+        elif index_col is False or not implicit_index:
+            if not implicit_index and index_col is not False:
+                raise InvalidArgumentError(f"names={names!r} has {count} names but the data has {width} columns; "
+                                           "pass one name per column, or usecols= with one name per selected column")
+            file_names, extra = names + placeholders[count:], []
+        else:
+            if index_col is not None:
+                raise InvalidArgumentError(
+                    f"names={names!r} has {count} names for {width} columns, so the first {width - count} column(s) "
+                    f"become the index; index_col={index_col!r} cannot be used with that: pass one name per column")
+            index = placeholders[:width - count]
+            file_names, extra = index + names, []
+        kept = [name for name in names if usecols is None or usecols(name)]
+        return _Layout(tuple(file_names), tuple(index + [n for n in file_names if n in kept]), tuple(index),
+                       tuple(n for n in extra if n in kept))
+    positions = _usecols_positions(names, width, usecols)
+    if count == width:
+        return _Layout(tuple(names), tuple(names[position] for position in positions))
+    if count > width or len(positions) != count:
+        raise InvalidArgumentError(
+            f"names={names!r} has {count} names for {width} columns and usecols={list(usecols)!r} selects "
+            f"{len(positions)}: passed names did not match usecols; give one name per column or one per selected column")
+    file_names = list(placeholders)
+    for position, name in zip(positions, names):
+        file_names[position] = name
+    return _Layout(tuple(file_names), tuple(names))
+
+
+@dataclasses.dataclass(frozen=True)
+class _DateSpec:
+    """A resolved ``parse_dates``: columns parsed in place, (new name, sources) combinations put
+    first as pandas does, and whether the index is parsed (``parse_dates=True``)."""
+
+    columns: tuple = ()
+    combos: tuple = ()
+    index: bool = False
+
+    def sources(self) -> list:
+        return [*self.columns, *(source for _, group in self.combos for source in group)]
+
+
+def _date_spec(parse_dates: Any, labels: Sequence[Hashable]) -> _DateSpec:
+    """Resolve ``parse_dates`` against the output columns ``labels``; a number that is not a label
+    is a position, as in pandas."""
+    if parse_dates is None or parse_dates is False:
+        return _DateSpec()
+    if parse_dates is True:
+        return _DateSpec(index=True)
+    labels = list(labels)
+
+    def label(item: Any) -> Hashable:
+        if isinstance(item, Hashable) and item in labels:
+            return item
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < len(labels):
+            return labels[item]
+        raise InvalidArgumentError(f"parse_dates={parse_dates!r}: column {item!r} is not among the columns {labels}")
+
+    def group(items: Any) -> tuple:
+        if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)):
+            raise InvalidArgumentError(f"parse_dates={parse_dates!r}: {items!r} must be a list of columns to combine")
+        return tuple(label(item) for item in items)
+
+    if isinstance(parse_dates, Mapping):
+        return _DateSpec(combos=tuple((name, group(items)) for name, items in parse_dates.items()))
+    if isinstance(parse_dates, (list, tuple)):
+        columns, combos = [], []
+        for item in parse_dates:
+            if isinstance(item, (list, tuple)):
+                sources = group(item)
+                combos.append(("_".join(str(source) for source in sources), sources))
+            else:
+                columns.append(label(item))
+        return _DateSpec(tuple(columns), tuple(combos))
+    raise InvalidArgumentError(
+        f"parse_dates={parse_dates!r}: pass True (parse the index), a list of columns or positions, "
+        "lists of columns to combine, or a dict of new name -> columns")
+
+
+def _as_dates(values: Union[pd.Series, pd.Index], keep_text: bool = False) -> Union[pd.Series, pd.Index]:
+    """pandas' parse_dates conversion: the text parsed as dates, or when it does not parse, the
+    values unchanged (or as text with ``keep_text``, as pandas leaves an implicit index)."""
+    import warnings
+
+    if values.dtype.kind in "Mm":
+        return values
+    text = values if values.dtype == object else values.astype(str)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Could not infer format": pandas' own reading warns
+            return pd.to_datetime(text)
+    except (ValueError, TypeError, OverflowError):
+        return text if keep_text else values
+
+
+def _with_dates(df: pd.DataFrame, spec: _DateSpec) -> pd.DataFrame:
+    if not spec.columns and not spec.combos:
+        return df
+    df = df.copy()
+    for column in spec.columns:
+        df[column] = _as_dates(df[column])
+    if spec.combos:
+        combined = {}
+        for name, sources in spec.combos:
+            text = df[list(sources)].astype(str).agg(" ".join, axis=1) if len(df) else df[sources[0]].astype(object)
+            combined[name] = _as_dates(text)
+        used = list(dict.fromkeys(source for _, sources in spec.combos for source in sources))
+        df = pd.concat([pd.DataFrame(combined, index=df.index), df.drop(columns=used)], axis=1)
+    return df
+
+
+def _dated_index(df: pd.DataFrame) -> pd.DataFrame:
+    """``parse_dates=True``: parse each level of the index as pandas does."""
+    if isinstance(df.index, pd.RangeIndex):
+        return df
+    if isinstance(df.index, pd.MultiIndex):
+        levels = [_as_dates(df.index.get_level_values(level)) for level in range(df.index.nlevels)]
+        return df.set_axis(pd.MultiIndex.from_arrays(levels, names=df.index.names), axis=0)
+    return df.set_axis(_as_dates(df.index), axis=0)
+
+
+def _squeezed(frame: Any, squeeze: bool) -> Any:
+    """pandas 1's ``squeeze=True``: a frame of one column becomes that column as a Series."""
+    if squeeze and isinstance(frame, pd.DataFrame) and len(frame.columns) == 1:
+        return frame.iloc[:, 0]
+    return frame
+
+
+def _set_index(df: pd.DataFrame, index_col: Any) -> pd.DataFrame:
+    if index_col is None or index_col is False:
+        return df
+    keys = index_col if isinstance(index_col, list) else [index_col]
+    names = [df.columns[key] if isinstance(key, (int, np.integer)) else key for key in keys]  # ints are positions
+    return df.set_index(names)
+
+
+# ---------------------------------------------------------------------------------------------
 # CSV, spark backend
 # ---------------------------------------------------------------------------------------------
 
@@ -336,47 +536,66 @@ def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     from pyspark.sql.types import StringType, StructField, StructType
 
     _refuse_unknown(kwargs, _SPARK_CSV_KWARGS, "read_csv")
-    if kwargs.get("squeeze"):
-        raise InvalidArgumentError("squeeze=True is gone from pandas 2; select the column after reading")
     names, header = kwargs.get("names"), _csv_header(kwargs.get("header", "infer"), kwargs.get("names"))
+    usecols, index_col = kwargs.get("usecols"), kwargs.get("index_col")
     on_bad_lines = kwargs.get("on_bad_lines", "error")
     if on_bad_lines not in _ON_BAD_LINES:
         raise InvalidArgumentError(f"on_bad_lines={on_bad_lines!r}: backend='spark' takes one of {list(_ON_BAD_LINES)}")
-    parse_dates = list(kwargs.get("parse_dates") or [])
     options = _csv_options(kwargs, header)
     reader = _session().read.options(**options)
     read = _csv_source(reader, files, kwargs, options)
+    layout = None
     if isinstance(names, str):  # Orca: a DDL string is the schema
         inferred = _session().createDataFrame([], names).schema
     else:
         inferred = read(reader.option("inferSchema", "true")).schema
         if names is not None:
-            if len(names) != len(inferred.fields):
-                raise InvalidArgumentError(f"names={list(names)!r} has {len(names)} names but the files have {len(inferred.fields)} columns")
-            inferred = StructType([StructField(str(n), f.dataType, True) for n, f in zip(names, inferred.fields)])
+            layout = _names_layout(names, len(inferred.fields), usecols, index_col)
+            inferred = StructType([StructField(str(n), f.dataType, True) for n, f in zip(layout.file_names, inferred.fields)])
     columns = [field.name for field in inferred.fields]
+    selected = list(layout.selected) if layout else _select_usecols(columns, usecols)
+    positional = not header and names is None
+    implicit = list(layout.index) if layout else []
+    # parse_dates refers to the output's labels: pandas labels a headerless file's columns 0, 1, ...
+    labels = [int(c[len("_c"):]) if positional else c for c in selected if c not in implicit]
+    labels += list(layout.extra) if layout else []
+    dates = _date_spec(kwargs.get("parse_dates"), labels)
+    as_text = [f"_c{label}" if positional else label for label in dates.sources()]
     dtype = _dtype_by_name(kwargs.get("dtype"), columns)
-    schema = _read_schema(inferred, dtype, parse_dates)
+    schema = _read_schema(inferred, dtype, as_text)
     with_corrupt = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
     # with names=, the file's header row is replaced, not checked against the names
     reader = reader.option("enforceSchema", str(names is not None).lower())
     df = read(reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT))
-    df = df.select(*_select_usecols(columns, kwargs.get("usecols")), _CORRUPT)
+    df = df.select(*selected, _CORRUPT)
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
     post = functools.partial(_csv_post, columns=columns, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
-                             parse_dates=parse_dates, index_col=kwargs.get("index_col"),
-                             positional=not header and names is None)
+                             dates=dates, index_col=index_col, positional=positional, implicit_index=tuple(implicit),
+                             extra=tuple(layout.extra) if layout else (), squeeze=bool(kwargs.get("squeeze", False)))
     return _spark_shards(df, post)
 
 
 def _csv_post(df: pd.DataFrame, columns: Sequence[str], options: Mapping[str, str], on_bad_lines: str, dtype: Any,
-              parse_dates: Sequence[Hashable], index_col: Any, positional: bool = False) -> pd.DataFrame:
+              dates: _DateSpec, index_col: Any, positional: bool = False, implicit_index: Sequence[str] = (),
+              extra: Sequence[str] = (), squeeze: bool = False) -> Any:
     df = _screen_bad_lines(df, columns, options, on_bad_lines)
     if positional:  # pandas labels the columns of a headerless file 0, 1, ...; Spark calls them _c0, _c1, ...
         df.columns = [int(column[len("_c"):]) for column in df.columns]
         dtype = {int(name[len("_c"):]): value for name, value in dtype.items()} if dtype else dtype
-    return _pandas_conventions(df.reset_index(drop=True), dtype, parse_dates, index_col)
+    df = df.reset_index(drop=True)
+    if extra:  # names past the file's last column: pandas fills them with NaN
+        df = df.copy()
+        for name in extra:
+            df[name] = np.nan
+    df = _with_dates(_pandas_conventions(df, dtype, [], None), dates)
+    if implicit_index:  # fewer names than columns: pandas makes the leading columns an unnamed index
+        if dates.index:
+            df = df.assign(**{column: _as_dates(df[column], keep_text=True) for column in implicit_index})
+        df = df.set_index(list(implicit_index))
+        df.index.names = [None] * len(implicit_index)
+    df = _set_index(df, index_col)
+    return _squeezed(_dated_index(df) if dates.index and not implicit_index else df, squeeze)
 
 
 def _nrows(value: Any) -> int:
@@ -402,18 +621,90 @@ def _first_record_keys(path: str, lines: bool) -> list[str]:
         return list(records[0]) if isinstance(records, list) and records else []
 
 
+def _json_layout(files: list[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Settle ``lines``: Spark's ``multiLine`` (Orca passed Spark options) is its opposite; when
+    neither is given, a file of several lines that each hold one JSON object is JSON Lines (what
+    Orca's Spark backend read by default, where pandas would fail), anything else is one document
+    per file (pandas' default)."""
+    kwargs = dict(kwargs)
+    if "multiLine" in kwargs:
+        multi_line = kwargs.pop("multiLine")
+        if "lines" in kwargs and bool(kwargs["lines"]) == bool(multi_line):
+            raise InvalidArgumentError(f"multiLine={multi_line!r} contradicts lines={kwargs['lines']!r}; pass only one of them")
+        kwargs["lines"] = not multi_line
+    if "lines" not in kwargs and kwargs.get("orient") is None and _looks_like_json_lines(files[0]):
+        kwargs["lines"] = True
+    return kwargs
+
+
+def _looks_like_json_lines(path: str) -> bool:
+    import fsspec
+
+    found = 0
+    with fsspec.open(path, "rt") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                if not isinstance(json.loads(line), dict):
+                    return False
+            except ValueError:
+                return False
+            found += 1
+            if found == 2:
+                return True
+    return False
+
+
+def _starts_an_array(path: str) -> bool:
+    import fsspec
+
+    with fsspec.open(path, "rt") as handle:
+        return handle.read(4096).lstrip().startswith("[")
+
+
+def _orca_json_extras(frame: pd.DataFrame, names: Any, usecols: Any, index_col: Any, squeeze: bool) -> Any:
+    """Orca's read_json extras on one frame: ``usecols`` and ``names`` with read_csv's rules (one
+    name per column, or one per selected column), then ``index_col``, then ``squeeze``."""
+    if names is not None:
+        if isinstance(names, str):
+            raise InvalidArgumentError(f"names={names!r}: read_json takes a list of names, not a schema string")
+        layout = _names_layout(names, len(frame.columns), usecols, index_col, implicit_index=False)
+        frame = frame.set_axis(list(layout.file_names), axis=1)[list(layout.selected)]
+    elif usecols is not None:
+        frame = frame[_select_usecols(list(frame.columns), usecols)]
+    return _squeezed(_set_index(frame, index_col), squeeze)
+
+
+def _read_json_pandas(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
+    """pandas' read_json on each file, with Orca's extras applied to each frame."""
+    extras = {name: kwargs.pop(name, None) for name in _ORCA_JSON_KWARGS}
+    shards = _read_text_with_pandas(files, pd.read_json, kwargs, "read_json")
+    if all(value is None for value in extras.values()):
+        return shards
+    post = functools.partial(_orca_json_extras, names=extras["names"], usecols=extras["usecols"],
+                             index_col=extras["index_col"], squeeze=bool(extras["squeeze"]))
+    return SparkXShards(shards.rdd.map(raising_transportably(post), preservesPartitioning=True))
+
+
 def _read_json_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     _refuse_unknown(kwargs, _SPARK_JSON_KWARGS, "read_json")
+    kwargs = _json_layout(files, kwargs)
     lines, orient = bool(kwargs.get("lines", False)), kwargs.get("orient")
-    if not lines and orient != "records":
-        raise InvalidArgumentError(
-            f"orient={orient!r}, lines={lines}: backend='spark' reads JSON Lines (lines=True) or an array of "
-            "records (orient='records'); use backend='pandas' for other layouts"
-        )
+    if not lines and not (orient in (None, "records") and _starts_an_array(files[0])):
+        # one JSON document per file in a layout Spark cannot read as rows (orient='columns',
+        # 'index', 'split', 'values', 'table'): each file is parsed whole by pandas on an executor,
+        # as Spark's multiLine reader would also parse it whole in one task
+        return _read_json_pandas(files, kwargs)
     inferred = _session().read.json(files, multiLine=not lines).schema
     first_keys = _first_record_keys(files[0], lines)
     names = [field.name for field in inferred.fields]
     ordered = [key for key in first_keys if key in names] + [name for name in names if name not in first_keys]
+    extras = {name: kwargs.get(name) for name in _ORCA_JSON_KWARGS}
+    if extras["names"] is not None and not isinstance(extras["names"], str):  # errors now, not at the first action
+        _names_layout(extras["names"], len(ordered), extras["usecols"], extras["index_col"], implicit_index=False)
+    elif extras["usecols"] is not None:
+        _select_usecols(ordered, extras["usecols"])
     dtype = _dtype_by_name(kwargs.get("dtype") if isinstance(kwargs.get("dtype"), (Mapping, type(None))) else None, names)
     convert_dates = kwargs.get("convert_dates", True)
     dates = list(convert_dates) if isinstance(convert_dates, (list, tuple)) else (
@@ -423,8 +714,14 @@ def _read_json_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*ordered)
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
-    post = functools.partial(_pandas_conventions, dtype=dtype or None, parse_dates=dates, index_col=None)
+    post = functools.partial(_json_post, dtype=dtype or None, dates=dates, names=extras["names"], usecols=extras["usecols"],
+                             index_col=extras["index_col"], squeeze=bool(extras["squeeze"]))
     return _spark_shards(df, post)
+
+
+def _json_post(df: pd.DataFrame, dtype: Any, dates: Sequence[str], names: Any, usecols: Any, index_col: Any, squeeze: bool) -> Any:
+    df = _pandas_conventions(df, dtype=dtype, parse_dates=dates, index_col=None)
+    return _orca_json_extras(df, names, usecols, index_col, squeeze)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,12 +741,19 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
         pandas ``read_csv`` arguments. The spark backend translates ``sep``/``delimiter``,
         ``header`` ('infer', 0, None), ``names`` (list, or a DDL schema string), ``usecols``,
         ``dtype``, ``quotechar``, ``escapechar``, ``comment``, ``nrows``, ``index_col``,
-        ``parse_dates`` (list of columns), ``encoding`` and ``on_bad_lines``; others are an error.
+        ``parse_dates``, ``encoding``, ``on_bad_lines`` and ``squeeze``; others are an error.
+        ``names`` follows pandas' rules: fewer names than columns make the leading columns the
+        index (or, with ``index_col=False``, drop the last ones); with ``usecols``, one name per
+        column or per selected column. ``parse_dates`` takes every pandas form: True (the index),
+        a list of names or positions, lists of columns to combine, or a dict of new name ->
+        columns; text that does not parse stays text, as in pandas.
+        ``squeeze=True`` (removed from pandas 2; kept for Orca code, on both backends) turns each
+        shard that has a single column into a Series, as pandas 1 did.
 
     Returns
     -------
     SparkXShards
-        One pandas DataFrame per partition.
+        One pandas DataFrame per partition (a Series with ``squeeze=True`` and one column).
 
     Raises
     ------
@@ -476,6 +780,8 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     np.int64(3)
     >>> read_csv(str(folder), usecols=["value"], dtype={"value": float}).concat_to_pdf()["value"].tolist()
     [1.0, 2.0]
+    >>> type(read_csv(str(folder), usecols=["value"], squeeze=True).collect()[0]).__name__
+    'Series'
     >>> read_csv(str(folder), backend="pandas", skipfooter=1, engine="python").concat_to_pdf()["location"].tolist()
     ['paris']
     """
@@ -488,9 +794,16 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
 def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
     """Read JSON files into pandas XShards.
 
-    The spark backend reads JSON Lines (``lines=True``) or arrays of records
-    (``orient="records"``) and translates ``dtype``, ``nrows``, ``convert_dates`` and ``encoding``;
-    the pandas backend passes every argument to ``pandas.read_json``.
+    The spark backend reads JSON Lines and arrays of records with Spark, and documents of other
+    layouts (``orient="columns"``, ``"index"``, ``"split"``, ``"values"``, ``"table"``) one
+    file per task with pandas; it translates ``orient``, ``lines``, ``dtype``, ``nrows``,
+    ``convert_dates`` and ``encoding``, and Spark's ``multiLine`` (the opposite of ``lines``).
+    The pandas backend passes the pandas arguments to ``pandas.read_json``. Without ``lines`` or
+    ``orient``, a file whose lines each hold one JSON object is read as JSON Lines, as Orca's
+    spark backend did (pandas alone would refuse it).
+    Both backends also take Orca's ``names`` and ``usecols`` (read_csv's rules: one name per
+    column, or per selected column), then ``index_col`` and ``squeeze``; ``dtype`` and
+    ``convert_dates`` name the file's columns.
 
     Parameters
     ----------
@@ -528,15 +841,32 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     >>> frame = read_json(str(path), lines=True).concat_to_pdf()
     >>> list(frame.columns), frame["a"].tolist()
     (['a', 'b'], [1, 2])
+    >>> list(read_json(str(path), names=["n", "s"]).concat_to_pdf().columns)
+    ['n', 's']
     """
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
-        return _read_text_with_pandas(files, pd.read_json, kwargs, "read_json")
+        return _read_json_pandas(files, _json_layout(files, kwargs))
     return _read_json_spark(files, dict(kwargs))
 
 
-def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
-    """Read Parquet files into pandas XShards; ``columns`` selects columns.
+def _spark_schema(schema: Any) -> "StructType":
+    from pyspark.sql.types import StructType
+
+    if isinstance(schema, StructType):
+        return schema
+    if not isinstance(schema, str):
+        raise InvalidArgumentError(f"schema={schema!r} must be a pyspark StructType or a DDL string such as 'id LONG, name STRING'")
+    try:
+        return _session().createDataFrame([], schema).schema
+    except Exception as error:  # Spark's parse errors are not one class across versions
+        raise InvalidArgumentError(f"schema={schema!r} is not a valid DDL schema string: {error}") from error
+
+
+def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, schema: Union["StructType", str, None] = None,
+                 backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
+    """Read Parquet files into pandas XShards; ``columns`` selects columns, ``schema`` sets the
+    schema to read with (as in Orca).
 
     The spark backend passes ``kwargs`` as Spark reader options; the pandas backend passes them to
     ``pandas.read_parquet``.
@@ -548,6 +878,11 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, b
         ``file://``, ``hdfs://`` or ``s3://``.
     columns : list of str, optional
         The columns to read, in this order; by default all.
+    schema : pyspark.sql.types.StructType or str, optional
+        Read with this schema (a StructType or a DDL string such as ``"id LONG, name STRING"``):
+        only its columns, with its types; a column the files lack is all missing. The pandas
+        backend gives pyarrow the same schema; Spark refuses type changes pyarrow would cast
+        (e.g. string to long) with a read error at the first action.
     backend : {"spark", "pandas"}, optional
         Default ``OrcaContext.pandas_read_backend`` ("spark").
     **kwargs
@@ -564,8 +899,8 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, b
     DataReadError
         A path does not exist or a folder is empty.
     InvalidArgumentError
-        ``backend`` is not "spark" or "pandas", or (spark backend) a column of ``columns`` is
-        not in the files.
+        ``backend`` is not "spark" or "pandas", ``schema`` is neither a StructType nor a valid
+        DDL string, or (spark backend) a column of ``columns`` is not in the files.
     ContextStoppedError
         No context is active: call :func:`~zoo_lite.init_orca_context` first.
 
@@ -579,11 +914,19 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, b
     >>> pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}).to_parquet(path)
     >>> read_parquet(path, columns=["b"]).concat_to_pdf()["b"].tolist()
     [0.5, 1.5]
+    >>> read_parquet(path, schema="a LONG, c DOUBLE").concat_to_pdf().columns.tolist()
+    ['a', 'c']
     """
     files = expand_paths(file_path, "file_path")
+    spark_schema = _spark_schema(schema) if schema is not None else None
     if _resolve_backend(backend) == "pandas":
+        if spark_schema is not None:  # the same schema, as pyarrow's: read_parquet passes it to pyarrow
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            kwargs = dict(kwargs, schema=to_arrow_schema(spark_schema, prefers_large_types=False))
         return _read_files_with_pandas(files, pd.read_parquet, dict(kwargs, columns=columns), "read_parquet")
-    df = _session().read.options(**{k: str(v) for k, v in kwargs.items()}).parquet(*files)
+    reader = _session().read.options(**{k: str(v) for k, v in kwargs.items()})
+    df = (reader.schema(spark_schema) if spark_schema is not None else reader).parquet(*files)
     if columns is not None:
         missing = [column for column in columns if column not in df.columns]
         if missing:

@@ -302,8 +302,9 @@ class GroupEstimator:
                 f"data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
                 f"{self.framework.inputs}"
             )
-        if not rows_input:
-            batch_size = self.framework.batch_size(data, self.spec.config, batch_size)
+        shipped = None if rows_input else self.framework.prepare_input(data)
+        if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
+            batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
         if batch_size < group.num_workers:
             raise InvalidArgumentError(
                 f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
@@ -312,7 +313,6 @@ class GroupEstimator:
         if rows_input:
             total_rows = self._load_rows(key, data, columns, need_labels)
         else:
-            shipped = self.framework.prepare_input(data)
             total_rows = self._call(lambda runner: runner.load_dataset(key, shipped, batch_size))[0]
             check_has_rows(total_rows)
         try:
@@ -346,12 +346,14 @@ class GroupEstimator:
 
         def load() -> tuple[int, int]:
             rows, batch = self._load(TRAIN, request.data, request.columns, request.batch_size)
+            steps.steps_of_pass(rows, batch, request.max_steps, "data", "steps_per_epoch")   # a dataset that repeats forever needs it
             if request.validation_data is not None:
-                self._load(VALIDATION, request.validation_data, request.columns, batch)
+                val_rows, val_batch = self._load(VALIDATION, request.validation_data, request.columns, batch)
+                steps.steps_of_pass(val_rows, val_batch, request.val_max_steps, "validation_data", "validation_steps")
             return rows, batch
 
         train_rows, batch_size = load()
-        steps_each = min(steps.steps_per_epoch(train_rows, batch_size), request.max_steps or train_rows)
+        steps_each = steps.steps_of_pass(train_rows, batch_size, request.max_steps, "data", "steps_per_epoch")
         reporter = ProgressReporter(request.verbose == 1, steps_each * len(request.epochs), self._progress, self.logger,
                                     quiet=request.verbose == 0)
         history: list[dict[str, Any]] = []
@@ -403,7 +405,8 @@ class GroupEstimator:
 
     def _evaluate(self, data: Any, columns: Columns, batch_size: int, max_steps: Optional[int] = None) -> dict[str, Any]:
         """Loss and metrics over ``data``, aggregated exactly over the workers."""
-        _, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
+        total_rows, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
+        steps.steps_of_pass(total_rows, batch_size, max_steps, "data", "num_steps")   # a dataset that repeats forever needs it
         return self._call(lambda runner: runner.validate(EVALUATION, batch_size, max_steps))[0]
 
     def spark_udf(self, batch_size: int = 32, feature_cols: Cols = None, input_shapes: Any = None) -> ModelUDF:
@@ -529,8 +532,19 @@ class EstimatorEntry:
                         seed: Optional[int], num_workers: Optional[int] = None) -> tuple[Workers, dict[str, Any], int]:
         """The workers asked for, the user's ``config`` (a copy) and the seed (drawn when None),
         after checking the arguments every ``from_*`` takes."""
-        if backend not in ("ray", "spark"):
-            raise InvalidArgumentError(f"backend={backend!r} is not supported; use 'ray' (or 'spark', which runs the same way)")
+        # Orca's backend names; every one of them runs zoo_lite's Ray-on-Spark worker group
+        backends = ("ray", "spark", "tf2", "torch_distributed")
+        if backend == "horovod":
+            raise InvalidArgumentError(
+                f"backend='horovod' is not supported: zoo_lite does not provide Horovod (its workers average gradients "
+                f"themselves: gloo for PyTorch, a MultiWorkerMirroredStrategy loop for Keras); use backend='ray' (the "
+                f"default) or any of {list(backends)}, which all run the same way"
+            )
+        if backend not in backends:
+            raise InvalidArgumentError(
+                f"backend={backend!r} is not supported; use one of {list(backends)} (all run zoo_lite's Ray-on-Spark "
+                "worker group; 'ray' is the default)"
+            )
         if config is not None and not isinstance(config, dict):
             raise InvalidArgumentError(f"config={config!r} must be a dict")
         if seed is None:

@@ -45,13 +45,16 @@ class PredictRecipe:
     batch_size)`` returns one array per model output, one row per input row; ``set_threads(n)``
     sizes the framework's thread pool to the task's CPUs at the start of each task;
     ``input_signature(model)`` gives the row shape and dtype of each input when the model states
-    them (Keras), else None (torch), for :mod:`zoo_lite.learn.base.udf`.
+    them (Keras), else None (torch), for :mod:`zoo_lite.learn.base.udf`. ``strings`` says that
+    the model takes string and array<string> feature columns (as object arrays of ``str``, which
+    Keras turns into string tensors); without it they are refused on the driver.
     """
 
     load: Callable[[bytes], Any]
     run: Callable[[Any, tuple[np.ndarray, ...], int], list[np.ndarray]]
     set_threads: Callable[[int], None]
     input_signature: Callable[[Any], Optional[list[tuple[tuple[int, ...], Any]]]] = no_input_signature
+    strings: bool = False
 
 
 def predict_in_batches(run_batch: Callable[[Any, list[np.ndarray]], list[np.ndarray]], model: Any,
@@ -181,7 +184,8 @@ def _probe_outputs(model: Any, recipe: PredictRecipe, first_row: "pa.Table", fea
 
     if first_row.num_rows == 0:
         return None
-    return per_row(recipe.run(model, convert.arrow_to_model_arrays(first_row, feature_names, None)["x"], batch_size))
+    inputs = convert.arrow_to_model_arrays(first_row, feature_names, None, strings=recipe.strings)["x"]
+    return per_row(recipe.run(model, inputs, batch_size))
 
 
 def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, recipe: PredictRecipe,
@@ -199,7 +203,7 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     from zoo_lite.data import convert
     from zoo_lite.data.convert import check_spark_columns
 
-    check_spark_columns(df, feature_cols, "feature_cols")
+    check_spark_columns(df, feature_cols, "feature_cols", strings=recipe.strings)
     # Vector features are read through temporary array columns; the Vector columns themselves pass through
     fields = {field.name: field.dataType for field in df.schema.fields}
     read_as = {name: f"__zoo_lite_feature_{i}" if isinstance(fields[name], VectorUDT) else str(name)
@@ -225,7 +229,7 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
 
         net = shipped.start_task()
         for batch in batches:
-            inputs = convert.arrow_to_model_arrays(pa.Table.from_batches([batch]), feature_names, None)["x"]
+            inputs = convert.arrow_to_model_arrays(pa.Table.from_batches([batch]), feature_names, None, strings=recipe.strings)["x"]
             columns = [arrow_column(out) for out in per_row(recipe.run(net, inputs, batch_size))]
             yield pa.RecordBatch.from_arrays(batch.columns[:keep] + columns, names=batch.schema.names[:keep] + names)
 

@@ -13,6 +13,7 @@ driver. A framework adds its step, its state format and its tensor exchange.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
@@ -207,7 +208,8 @@ class RunnerBase:
 
     def load_dataset(self, key: str, data: Any, batch_size: int) -> int:
         """A framework input as the feed ``key``; its rows, checked to be the same on every worker
-        (a creator must build the same data everywhere: zoo_lite shards it)."""
+        (a creator must build the same data everywhere: zoo_lite shards it), or
+        :data:`~zoo_lite.learn.base.steps.UNBOUNDED_ROWS` for a dataset that repeats forever."""
         feed = self.dataset_feed(data, batch_size)
         counts = self.sum_floats(np.array([float(feed.total_rows) if r == self.rank else 0.0 for r in range(self.world_size)]))
         if len(set(counts.tolist())) > 1:
@@ -261,9 +263,8 @@ class RunnerBase:
     def evaluate_feed(self, key: str, batch_size: int, max_steps: Optional[int], prefix: str) -> dict[str, Any]:
         """:meth:`validate`, with the logs named for ``prefix`` ("val_" inside a fit)."""
         self.validation_begins(prefix)
-        for index, batch in enumerate(self.feeds[key].eval_batches(batch_size)):
-            if max_steps is not None and index >= max_steps:
-                break
+        # islice takes no batch past max_steps: a feed over a dataset that repeats forever goes on from there next time
+        for index, batch in enumerate(itertools.islice(self.feeds[key].eval_batches(batch_size), max_steps)):
             self.eval_step(index, batch)
         return self.validation_logs(prefix)
 

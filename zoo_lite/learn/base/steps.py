@@ -22,7 +22,12 @@ import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
 
-__all__ = ["contiguous_run", "steps_per_epoch", "apportion_batches", "held_rows_batches", "shared_dataset_batches", "epoch_rng", "HeldRows"]
+__all__ = ["UNBOUNDED_ROWS", "contiguous_run", "steps_per_epoch", "steps_of_pass", "apportion_batches", "held_rows_batches",
+           "shared_dataset_batches", "epoch_rng", "HeldRows"]
+
+#: the row count of a dataset that repeats forever (tf.data's ``INFINITE_CARDINALITY``): its
+#: epochs and evaluations end after the steps the user gives, never by running out of rows
+UNBOUNDED_ROWS = -1
 
 
 def contiguous_run(positions: np.ndarray) -> Optional[slice]:
@@ -51,6 +56,35 @@ def steps_per_epoch(total_rows: int, batch_size: int) -> int:
     if total_rows <= 0:
         raise InvalidArgumentError(f"data has {total_rows} rows; training and evaluation need at least one row")
     return math.ceil(total_rows / batch_size)
+
+
+def steps_of_pass(total_rows: int, batch_size: int, max_steps: Optional[int], argument: str, steps_argument: str) -> int:
+    """Global steps of one epoch (or evaluation) over ``total_rows``: one pass, cut short at
+    ``max_steps``; for a dataset that repeats forever (:data:`UNBOUNDED_ROWS`), ``max_steps``,
+    which must then be given. ``argument`` names the data and ``steps_argument`` the step count
+    in the error.
+
+    Examples
+    --------
+    >>> steps_of_pass(10, 4, None, "data", "steps_per_epoch"), steps_of_pass(10, 4, 2, "data", "steps_per_epoch")
+    (3, 2)
+    >>> steps_of_pass(UNBOUNDED_ROWS, 4, 7, "data", "steps_per_epoch")
+    7
+    >>> steps_of_pass(UNBOUNDED_ROWS, 4, None, "data", "steps_per_epoch")
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: data: the dataset repeats forever (e.g. tf.data's .repeat() without a count), so a pass over it never ends; pass steps_per_epoch=<global steps> (each step is one global batch, split over the workers), or give the dataset an end
+    """
+    if total_rows == UNBOUNDED_ROWS:
+        if max_steps is None:
+            raise InvalidArgumentError(
+                f"{argument}: the dataset repeats forever (e.g. tf.data's .repeat() without a count), so a pass over it never "
+                f"ends; pass {steps_argument}=<global steps> (each step is one global batch, split over the workers), or give "
+                "the dataset an end"
+            )
+        return max_steps
+    full = steps_per_epoch(total_rows, batch_size)
+    return full if max_steps is None else min(full, max_steps)
 
 
 def apportion_batches(holder_rows: Sequence[int], batch_size: int) -> np.ndarray:

@@ -233,8 +233,8 @@ class Estimator(EstimatorEntry):
         metrics : list or dict, optional
             torchmetrics objects or callables ``(preds, target) -> tensor`` (a per-row mean),
             aggregated exactly over all workers.
-        backend : {"ray", "spark"}
-            Both run on zoo_lite's Ray-on-Spark worker group.
+        backend : {"ray", "spark", "torch_distributed"}
+            Orca's names; all run on zoo_lite's Ray-on-Spark worker group. ``"horovod"`` is not provided.
         config : dict, optional
             Passed to the creators; the user's own.
         workers_per_node : int, optional

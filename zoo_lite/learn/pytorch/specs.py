@@ -14,6 +14,7 @@ from torch import nn
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.creators import positional_arity
 from zoo_lite.learn.base.framework import WorkerConfig
+from zoo_lite.learn.metrics import Metric
 
 __all__ = ["TorchSpec", "TargetRule", "build_model", "class_indices", "model_dtype"]
 
@@ -191,7 +192,8 @@ class _Instantiate:
 
 
 def _metrics_dict(metrics: Any) -> dict[str, Any]:
-    """Metrics by name: torchmetrics objects by class name, callables by function name."""
+    """Metrics by name: Orca metrics (``zoo_lite.learn.metrics``) by Orca's name, as their
+    torchmetrics object; torchmetrics objects by class name, callables by function name."""
     if metrics is None:
         return {}
     if isinstance(metrics, dict):
@@ -200,8 +202,13 @@ def _metrics_dict(metrics: Any) -> dict[str, Any]:
         items = [(None, m) for m in (metrics if isinstance(metrics, (list, tuple)) else [metrics])]
     named: dict[str, Any] = {}
     for name, metric in items:
-        if not callable(metric):
-            raise InvalidArgumentError(f"metrics: {metric!r} is not a torchmetrics Metric or a callable (preds, target) -> tensor")
+        if isinstance(metric, Metric):   # Orca's form: results keyed "Accuracy", as Orca keyed them
+            name, metric = name or metric.get_name(), metric.get_metric("pytorch")
+        elif not callable(metric) or isinstance(metric, type):
+            raise InvalidArgumentError(
+                f"metrics: {metric!r} ({type(metric).__name__}) is not a metric; pass Orca metrics from "
+                "zoo_lite.learn.metrics (e.g. Accuracy()), torchmetrics Metric objects or callables (preds, target) -> tensor"
+            )
         key = name or getattr(metric, "__name__", None) or type(metric).__name__
         if key in named:
             raise InvalidArgumentError(f"metrics: two metrics are named {key!r}; pass a dict {{name: metric}} to name them")

@@ -9,6 +9,16 @@ whatever the dataset's length. This needs every worker to see the elements in th
 ``shuffle`` ops get fixed seeds derived from ``seed`` and the epoch (a different order each epoch,
 the same on every worker), and the pipeline runs deterministically.
 
+A dataset that repeats forever (``.repeat()`` without a count) needs ``steps_per_epoch`` (and
+``validation_steps`` / ``num_steps`` where it is validation or evaluation data). A step is one
+global batch of ``batch_size`` rows, split over the workers as above, so an epoch is
+``steps_per_epoch`` global steps, as Orca's ``fit`` under ``MultiWorkerMirroredStrategy`` meant,
+whatever the number of workers. As Keras' iterator does, each epoch of a fit goes on where the
+last one stopped (the pipeline is built once per fit, with the shuffle seeds of the fit's first
+epoch); each fit starts it anew, as a new ``model.fit`` call does. Validation data goes on across
+a fit's epochs the same way (``validation_steps`` global batches each time), and ``evaluate``
+reads the first ``num_steps`` global batches, as Keras' ``fit`` and ``evaluate`` do.
+
 A Dataset object travels as its serialized graph (``Dataset._as_serialized_graph``, TensorFlow's
 own mechanism for tf.data service). Python functions (``py_function``, ``numpy_function``,
 ``from_generator``) cannot travel in a graph: such datasets get an error suggesting a creator.
@@ -251,13 +261,23 @@ def split_element(element: tuple[Any, ...]) -> tuple[Any, Any]:
 
 
 def count_rows(unbatched: "tf.data.Dataset") -> int:
-    """The number of elements: the cardinality when TensorFlow knows it, else one pass."""
+    """The number of elements: the cardinality when TensorFlow knows it, else one pass;
+    :data:`~zoo_lite.learn.base.steps.UNBOUNDED_ROWS` for a dataset that repeats forever (its
+    epochs then end after ``steps_per_epoch`` steps, which the driver requires).
+
+    Examples
+    --------
+    >>> import tensorflow as tf
+    >>> count_rows(tf.data.Dataset.range(5)), count_rows(tf.data.Dataset.range(5).repeat())
+    (5, -1)
+    """
     import tensorflow as tf
+
+    from zoo_lite.learn.base.steps import UNBOUNDED_ROWS
 
     cardinality = int(unbatched.cardinality())
     if cardinality == tf.data.INFINITE_CARDINALITY:
-        raise InvalidArgumentError("data: the tf.data.Dataset repeats forever; remove .repeat(): zoo_lite runs one pass "
-                                   "over the data per epoch (fit's steps_per_epoch can make an epoch shorter)")
+        return UNBOUNDED_ROWS
     if cardinality >= 0:
         return cardinality
     return int(unbatched.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))

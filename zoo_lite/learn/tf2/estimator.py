@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -19,10 +20,11 @@ from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, Grou
 from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
 from zoo_lite.learn.base.progress import learn_logger
 from zoo_lite.learn.base.worker_group import Workers
+from zoo_lite.learn.metrics import keras_custom_objects, keras_metrics, with_keras_metrics
 from zoo_lite.learn.tf2 import datasets
 from zoo_lite.learn.tf2.callbacks import check_callbacks
 from zoo_lite.learn.tf2.feeds import as_model_dtype
-from zoo_lite.learn.tf2.predict import KERAS_PREDICT
+from zoo_lite.learn.tf2.predict import KERAS_OWN_MODEL_PREDICT
 from zoo_lite.learn.tf2.runner import KerasRunner
 from zoo_lite.learn.tf2.specs import (KerasSpec, check_built, check_compiled, decode_state_into, encode_state, is_compiled,
                                       model_from_bytes, model_to_bytes)
@@ -34,7 +36,7 @@ KERAS = Framework(
     inputs="a tf.data.Dataset, or a creator (config, batch_size) -> tf.data.Dataset",
     runner_factory=KerasRunner,
     state=StateCodec(encode=encode_state, decode_into=decode_state_into),
-    predict=KERAS_PREDICT,
+    predict=KERAS_OWN_MODEL_PREDICT,   # the user's own model, shipped by zoo_lite (see tf2.predict)
     model_payload=model_to_bytes,
     is_input=datasets.is_input,
     batch_size=datasets.global_batch_size,
@@ -89,7 +91,12 @@ class KerasEstimator(GroupEstimator):
         initial_epoch : int, default 0
             The first epoch to train, as Keras counts them.
         steps_per_epoch, validation_steps : int, optional
-            At most this many steps; by default one pass over the data.
+            Global steps per epoch (and per validation): each step is one global batch of
+            ``batch_size`` rows, split over the workers, so every worker runs this many steps
+            whatever their number. By default one pass over the data (a shorter epoch when
+            given). Required for a tf.data pipeline that repeats forever (``.repeat()``): there
+            each epoch goes on where the last one stopped, as Keras' iterator does, and each
+            ``fit`` starts the pipeline anew (see :mod:`zoo_lite.learn.tf2.datasets`).
         validation_freq : int, default 1
         data_config
             Orca's argument; only None is supported.
@@ -127,6 +134,9 @@ class KerasEstimator(GroupEstimator):
         >>> est.shutdown()
         """
         check_compiled(self._model, "fit")
+        if not self._model.trainable_weights:
+            warnings.warn(f"fit: the model {self._model.name!r} has no trainable weights; as Keras' fit does, it computes "
+                          "the loss and metrics and changes no weight", UserWarning, stacklevel=2)
         epochs = check_positive_int(epochs, "epochs")
         batch_size = check_positive_int(batch_size, "batch_size")
         validation_freq = check_positive_int(validation_freq, "validation_freq")
@@ -167,6 +177,9 @@ class KerasEstimator(GroupEstimator):
                  feature_cols: Cols = None, label_cols: Cols = None) -> dict[str, float]:
         """Loss and compiled metrics over ``data`` (same kinds as :meth:`fit`), aggregated exactly
         over the workers, named as Keras' ``evaluate(return_dict=True)`` names them.
+
+        ``num_steps`` caps the global batches read (Keras' ``steps``); it is required for a
+        tf.data pipeline that repeats forever, which is read from its start.
 
         Returns
         -------
@@ -255,7 +268,9 @@ class KerasEstimator(GroupEstimator):
         import keras
 
         try:
-            model = keras.models.load_model(filepath, custom_objects=custom_objects, compile=compile)
+            # zoo_lite's own metric classes (Orca's Accuracy) are known without the user naming them
+            objects = {**keras_custom_objects(), **(custom_objects or {})}
+            model = keras.models.load_model(filepath, custom_objects=objects, compile=compile)
         except (FileNotFoundError, ValueError) as error:
             raise InvalidArgumentError(f"load: cannot load a Keras model from filepath={filepath!r}: {error}") from error
         check_built(model, "load: the saved model")
@@ -289,7 +304,7 @@ class Estimator(EstimatorEntry):
     """Orca's entry point: ``Estimator.from_keras(...)`` (import from ``zoo_lite.learn.tf2``)."""
 
     @staticmethod
-    def from_keras(model: Any = None, *, model_creator: Optional[Callable[[dict], Any]] = None,
+    def from_keras(model: Any = None, metrics: Any = None, *, model_creator: Optional[Callable[[dict], Any]] = None,
                    config: Optional[dict[str, Any]] = None, compile_args_creator: Optional[Callable[[dict], dict]] = None,
                    workers_per_node: Optional[int] = None, backend: str = "ray", model_dir: Optional[str] = None,
                    seed: Optional[int] = None, keras_model: Any = None, verbose: bool = False, cpu_binding: bool = False,
@@ -304,6 +319,13 @@ class Estimator(EstimatorEntry):
             to the workers in Keras' ``.keras`` format, compile config included. A model used
             only for ``predict`` and ``spark_udf`` (a featuriser) needs no ``compile``; ``fit``
             and ``evaluate`` then say that they need one.
+        metrics : metric or list of metrics, optional
+            Added to the compiled model's metrics (second positional argument, as in Orca's
+            ``from_keras(keras_model, metrics)``): Orca metrics from :mod:`zoo_lite.learn.metrics`
+            (``Accuracy()``, ``MAE()``, ..., reported under their Orca names), ``keras.metrics.Metric``
+            objects or Keras metric names. A model object is compiled again with them here; a
+            ``model_creator``'s model on every worker, after ``compile_args_creator``. The model must
+            be compiled (by the user, the creator or ``compile_args_creator``).
         model_creator : callable, optional
             ``config -> compiled keras.Model``, Orca's form; run on every worker. Give either
             ``model`` or ``model_creator``.
@@ -314,8 +336,8 @@ class Estimator(EstimatorEntry):
         workers_per_node : int, optional
             Orca's: this many workers on every Ray node (1 when neither this nor ``num_workers``
             is given).
-        backend : {"ray", "spark"}
-            Both run on zoo_lite's Ray-on-Spark worker group.
+        backend : {"ray", "spark", "tf2"}
+            Orca's names; all run on zoo_lite's Ray-on-Spark worker group. ``"horovod"`` is not provided.
         model_dir : str, optional
             When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
         seed : int, optional
@@ -373,7 +395,10 @@ class Estimator(EstimatorEntry):
         for name, creator in (("model_creator", model_creator), ("compile_args_creator", compile_args_creator)):
             if creator is not None and not callable(creator):
                 raise InvalidArgumentError(f"{name}={creator!r} must be a callable taking config")
-        spec = KerasSpec(None, model_creator, compile_args_creator, config, seed, WorkerConfig.resolve(worker_config, config))
+        extra_metrics = () if metrics is None else tuple(metrics) if isinstance(metrics, (list, tuple)) else (metrics,)
+        keras_metrics(list(extra_metrics))   # checked here, on the driver; each model gets its own metric objects
+        spec = KerasSpec(None, model_creator, compile_args_creator, config, seed, WorkerConfig.resolve(worker_config, config),
+                         extra_metrics)
         if model is not None:
             spec, model = _spec_of_model(spec, model)
         else:
@@ -391,15 +416,17 @@ def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
     if spec.compile_args_creator is not None:
         model.compile(**spec.compile_args_creator(spec.config))
     check_built(model, "model")
+    if spec.metrics:   # into the compile config, so that the saved form the workers load has them
+        with_keras_metrics(model, list(spec.metrics))
     if is_compiled(model):   # saved with its variables, so the reload below matches it
         model.optimizer.build(model.trainable_variables)
     try:
         blob = model_to_bytes(model)
-        model_from_bytes(blob)
+        model_from_bytes(blob, safe_mode=False)   # as the workers load it: the user's own model (see KerasSpec.build_model)
     except Exception as error:  # noqa: BLE001 - Keras raises many kinds here; all mean the same to the user
         raise InvalidArgumentError(
             f"model: Keras cannot rebuild the model {model.name!r} from its saved form ({type(error).__name__}: "
             f"{str(error).strip().splitlines()[0][:300]}); a subclassed model needs get_config/from_config, or pass "
             "model_creator=lambda config: <build and compile the model> instead"
         ) from error
-    return dataclasses.replace(spec, model_bytes=blob, compile_args_creator=None), model
+    return dataclasses.replace(spec, model_bytes=blob, compile_args_creator=None, metrics=()), model

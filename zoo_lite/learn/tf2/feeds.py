@@ -8,10 +8,12 @@ arithmetic is :mod:`zoo_lite.learn.base.steps`.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base import steps
 
 __all__ = ["KerasBatch", "HeldRowsFeed", "DatasetFeed", "model_inputs", "as_model_dtype"]
@@ -62,13 +64,31 @@ class HeldRowsFeed(steps.HeldRows):
 
 class DatasetFeed:
     """A tf.data pipeline every worker builds in full and takes its slice of (see
-    :mod:`zoo_lite.learn.tf2.datasets`); ``build(epoch)`` gives the unbatched dataset of an epoch."""
+    :mod:`zoo_lite.learn.tf2.datasets`); ``build(epoch)`` gives the unbatched dataset of an epoch.
+
+    A pipeline that repeats forever (``total_rows`` is :data:`~zoo_lite.learn.base.steps.UNBOUNDED_ROWS`)
+    is iterated once for the feed's life (one fit, or one evaluate): each epoch takes its
+    ``max_steps`` global batches where the last one stopped, as Keras' iterator does.
+    """
 
     def __init__(self, build: Any, total_rows: int, rank: int, world_size: int) -> None:
         self.build = build
         self.total_rows = total_rows
         self.rank = rank
         self.world_size = world_size
+        self._streams: dict[tuple[str, int], Iterator[KerasBatch]] = {}   # (use, batch size) -> the endless batches
+
+    @property
+    def unbounded(self) -> bool:
+        """Whether the pipeline repeats forever."""
+        return self.total_rows == steps.UNBOUNDED_ROWS
+
+    def _stream(self, use: str, batch_size: int, epoch: int) -> Iterator[KerasBatch]:
+        """The one iterator of an endless pipeline for ``use`` ("train" or "eval"), built on first use."""
+        key = (use, batch_size)
+        if key not in self._streams:
+            self._streams[key] = self._batches(batch_size, epoch, None, self.world_size, self.rank)
+        return self._streams[key]
 
     def _batches(self, batch_size: int, epoch: int, max_steps: Optional[int], world_size: int, rank: int) -> Iterator[KerasBatch]:
         from zoo_lite.learn.tf2.datasets import worker_dataset
@@ -78,10 +98,17 @@ class DatasetFeed:
 
     def train_batches(self, batch_size: int, shuffle: bool, seed: int, epoch: int,
                       max_steps: Optional[int]) -> Iterator[KerasBatch]:
-        return self._batches(batch_size, epoch, max_steps, self.world_size, self.rank)
+        if not self.unbounded:
+            return self._batches(batch_size, epoch, max_steps, self.world_size, self.rank)
+        if max_steps is None:   # the driver asks for steps_per_epoch first; this guards the loop
+            raise InvalidArgumentError("data: the tf.data.Dataset repeats forever; pass steps_per_epoch=<global steps>")
+        return itertools.islice(self._stream("train", batch_size, epoch), max_steps)
 
     def eval_batches(self, batch_size: int) -> Iterator[KerasBatch]:
-        for features, labels, _ in self._batches(batch_size, 0, None, self.world_size, self.rank):
+        # an endless pipeline: the caller takes validation_steps / num_steps batches, and the next call goes on
+        batches = self._stream("eval", batch_size, 0) if self.unbounded else self._batches(batch_size, 0, None, self.world_size,
+                                                                                             self.rank)
+        for features, labels, _ in batches:
             yield features, labels, 0
 
     def sample(self) -> KerasBatch:

@@ -1,4 +1,14 @@
-"""How a Keras model runs in the Spark tasks for ``predict`` (see :mod:`zoo_lite.learn.base.predict`)."""
+"""How a Keras model runs in the Spark tasks for ``predict`` (see :mod:`zoo_lite.learn.base.predict`).
+
+Two recipes differ only in how the model is loaded on the executors. :data:`KERAS_OWN_MODEL_PREDICT`
+is the Estimator's (``predict``, ``spark_udf``): its bytes are the user's own model, which zoo_lite
+saved in the user's process, so Keras' safe mode is off there and a ``Lambda`` layer's Python lambda
+loads (Keras 3 refuses it by default); the user already runs that code on the driver. For
+:data:`KERAS_PREDICT`, used by ``zoo_lite.learn.spark_udf(path)`` on a file read from disk, which
+may come from anyone, Keras' safe mode stays on. Both let ``predict`` feed string and
+array<string> columns as string tensors (a model that starts with ``StringLookup`` or
+``TextVectorization``); ``spark_udf`` takes numeric columns only.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +21,7 @@ import numpy as np
 from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
-__all__ = ["KERAS_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files"]
+__all__ = ["KERAS_PREDICT", "KERAS_OWN_MODEL_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files"]
 
 #: the prefix of the modules (and their files) that TensorFlow's autograph writes
 _AUTOGRAPH_PREFIX = "__autograph_generated_file"
@@ -111,5 +121,13 @@ def _model_from_payload(payload: bytes) -> Any:
     return model_from_bytes(payload, compile=False)
 
 
+def _own_model_from_payload(payload: bytes) -> Any:
+    return model_from_bytes(payload, compile=False, safe_mode=False)   # the user's own model (see the module's text)
+
+
+#: a saved file's model (``spark_udf(path)``): loaded under Keras' safe mode
 KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads,
-                              input_signature=input_signature)
+                              input_signature=input_signature, strings=True)
+#: the Estimator's own model: loaded with Keras' safe mode off, so that Lambda layers load
+KERAS_OWN_MODEL_PREDICT = PredictRecipe(load=_own_model_from_payload, run=predict_arrays, set_threads=_set_threads,
+                                        input_signature=input_signature, strings=True)

@@ -248,6 +248,14 @@ class KerasRunner(RunnerBase):
 
         model, world = self.model, float(self.world_size)
         variables = model.trainable_variables
+        if not variables:
+            # as Keras' own train_step on such a model: loss and metrics, no gradient, no update (the driver warns)
+            def forward_only(features: Any, labels: Any, global_rows: Any) -> None:
+                output = model(features, training=True)
+                summed, per_row = self._row_losses(labels, output, class_weights)
+                self._update_totals(labels, output, summed / per_row)
+
+            return tf.function(forward_only, input_signature=signature)
 
         chunk_rows = self._gradient_chunk_rows()
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.framework import WorkerConfig
+from zoo_lite.learn.metrics import keras_custom_objects, with_keras_metrics
 
 if TYPE_CHECKING:
     import keras
@@ -26,23 +27,37 @@ _MODEL_ENTRY, _STATE_ENTRY = "model.keras", "state.json"
 
 
 def model_to_bytes(model: "keras.Model") -> bytes:
-    """The model in Keras' ``.keras`` format (architecture, compile config, weights, optimizer state)."""
-    with tempfile.TemporaryDirectory() as folder:
+    """The model in Keras' ``.keras`` format (architecture, compile config, weights, optimizer
+    state), a ``Lambda`` layer's lambda carried by value (see :mod:`zoo_lite.learn.tf2.lambdas`)."""
+    from zoo_lite.learn.tf2.lambdas import portable_lambdas
+
+    with tempfile.TemporaryDirectory() as folder, portable_lambdas(model):
         path = os.path.join(folder, "model.keras")
         model.save(path)
         with open(path, "rb") as file:
             return file.read()
 
 
-def model_from_bytes(blob: bytes, compile: bool = True) -> "keras.Model":
-    """A model from :func:`model_to_bytes`' output."""
+def model_from_bytes(blob: bytes, compile: bool = True, safe_mode: bool = True) -> "keras.Model":
+    """A model from :func:`model_to_bytes`' output (compiled with zoo_lite's Orca metrics too).
+
+    ``safe_mode`` is Keras': True refuses Python code in the saved form (a ``Lambda`` layer's
+    lambda). zoo_lite passes False only for the user's own model, which it saved itself in the
+    user's process and ships to the workers and executors (see :meth:`KerasSpec.build_model`);
+    a file read from disk (``zoo_lite.learn.spark_udf(path)``) keeps Keras' safe mode.
+    """
     import keras
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.keras")
         with open(path, "wb") as file:
             file.write(blob)
-        return keras.models.load_model(path, compile=compile)
+        objects = keras_custom_objects()
+        if not safe_mode:   # the user's own model: its lambdas come back from their pickles
+            from zoo_lite.learn.tf2.lambdas import custom_objects
+
+            objects = {**objects, **custom_objects()}
+        return keras.models.load_model(path, compile=compile, custom_objects=objects, safe_mode=safe_mode)
 
 
 def state_to_bytes(model: "keras.Model", epoch: int) -> bytes:
@@ -123,6 +138,8 @@ class KerasSpec:
     config: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     worker_config: WorkerConfig = WorkerConfig()
+    #: from_keras' ``metrics``, added to a creator's compiled model (a model object has them in its bytes)
+    metrics: tuple[Any, ...] = ()
 
     def build_model(self) -> "keras.Model":
         """The model (compiled unless the user gave a model for predict only), with the seed set first (so a creator builds the same model everywhere)."""
@@ -130,7 +147,9 @@ class KerasSpec:
 
         keras.utils.set_random_seed(self.seed)
         if self.model_bytes is not None:
-            model = model_from_bytes(self.model_bytes)
+            # safe_mode off: these bytes are the user's own model object, saved by zoo_lite in the user's
+            # process; loading them runs no code the user did not already run (a Lambda's lambda is theirs)
+            model = model_from_bytes(self.model_bytes, safe_mode=False)
         else:
             assert self.model_creator is not None
             model = self.model_creator(self.config)
@@ -147,5 +166,7 @@ class KerasSpec:
                     "model.compile arguments, e.g. {'optimizer': 'sgd', 'loss': 'mse'}"
                 )
             model.compile(**compile_args)
+        if self.metrics and self.model_creator is not None:   # (a model loaded from bytes has its metrics)
+            with_keras_metrics(model, list(self.metrics))
         check_built(model, "model_creator's model" if self.model_creator is not None else "model")
         return model
