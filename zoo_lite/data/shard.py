@@ -1563,8 +1563,7 @@ class SparkXShards(XShards):
         >>> float(shards.max_values("v"))
         9.0
         """
-        maxima = [value for value in self._gather(functools.partial(_column_max, column=col_name)) if pd.notna(value)]
-        return max(maxima) if maxima else np.nan
+        return self._column_extreme(col_name, "max")
 
     def min_values(self, col_name: Hashable) -> Any:
         """Smallest value of a column across pandas shards (the counterpart of :meth:`max_values`).
@@ -1596,8 +1595,13 @@ class SparkXShards(XShards):
         >>> float(shards.min_values("v"))
         1.0
         """
-        minima = [value for value in self._gather(functools.partial(_column_min, column=col_name)) if pd.notna(value)]
-        return min(minima) if minima else np.nan
+        return self._column_extreme(col_name, "min")
+
+    def _column_extreme(self, col_name: Hashable, operation: str) -> Any:
+        """``max`` or ``min`` of a column's non-missing values over all shards (NaN if none)."""
+        values = self._gather(functools.partial(_column_extreme, column=col_name, operation=operation))
+        present = [value for value in values if pd.notna(value)]
+        return (max if operation == "max" else min)(present) if present else np.nan
 
     # -- column reductions: one vectorised pass per shard, combined on the driver -------------------
 
@@ -1982,16 +1986,10 @@ def _sample(shard: Any, partition_index: int, frac: float, replace: bool, seed: 
     return partition_ops.sample_shard(shard, frac, replace, seed, partition_index)
 
 
-def _column_max(shard: Any, column: Hashable) -> Any:
-    frame = partition_ops.require_pandas(shard, "max_values")
+def _column_extreme(shard: Any, column: Hashable, operation: str) -> Any:
+    frame = partition_ops.require_pandas(shard, f"{operation}_values")
     partition_ops.check_columns(frame, [column], "col_name")
-    return frame[column].max()
-
-
-def _column_min(shard: Any, column: Hashable) -> Any:
-    frame = partition_ops.require_pandas(shard, "min_values")
-    partition_ops.check_columns(frame, [column], "col_name")
-    return frame[column].min()
+    return getattr(frame[column], operation)()
 
 
 def _reduction_part(shard: Any, operation: str, skipna: bool) -> tuple[bool, Any]:
