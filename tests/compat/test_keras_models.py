@@ -167,7 +167,9 @@ def test_a_model_without_trainable_weights_fits_as_keras_does_evaluates_and_pred
     assert history["loss"][0] == pytest.approx(expected_loss, rel=1e-5)
     for before, after in zip(weights, est.get_model().get_weights()):
         np.testing.assert_array_equal(before, after)
-    assert est.evaluate(shards, batch_size=8, verbose=0)["loss"] == pytest.approx(expected_loss, rel=1e-5)
+    results = est.evaluate(shards, batch_size=8, verbose=0)
+    assert results["loss"] == pytest.approx(expected_loss, rel=1e-5)
+    assert results["validation_loss"] == results["loss"] and results["validation_mae"] == results["mae"]  # Orca's names
     predicted = np.concatenate([shard["prediction"] for shard in est.predict(shards).collect()])
     np.testing.assert_allclose(predicted, (x @ weights[0] + weights[1]).reshape(-1), rtol=1e-5)
     est.shutdown()

@@ -184,7 +184,9 @@ class KerasEstimator(GroupEstimator):
         Returns
         -------
         dict
-            ``loss`` and each compiled metric.
+            ``loss`` and each compiled metric, as Keras names them, and the same values again
+            under Orca's names, ``validation_loss`` and ``validation_<metric>`` (what Orca's
+            TF2 Estimator returned), so that code written for either works.
 
         Raises
         ------
@@ -202,8 +204,8 @@ class KerasEstimator(GroupEstimator):
         >>> model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
         >>> model.compile(optimizer="sgd", loss="mse")
         >>> est = Estimator.from_keras(model=model)
-        >>> est.evaluate(shards, batch_size=2, verbose=0)
-        {'loss': 0.0}
+        >>> est.evaluate(shards, batch_size=2, verbose=0)  # Keras' names, then Orca's
+        {'loss': 0.0, 'validation_loss': 0.0}
         >>> est.shutdown()
         """
         check_compiled(self._model, "evaluate")
@@ -212,7 +214,8 @@ class KerasEstimator(GroupEstimator):
         _unsupported("sample_weight", sample_weight, None, "weigh classes with fit's class_weight")
         _unsupported("callbacks", callbacks, None, "evaluate runs no callbacks; pass them to fit")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
-        return self._evaluate(data, Columns.of(feature_cols, label_cols), batch_size, num_steps)
+        results = self._evaluate(data, Columns.of(feature_cols, label_cols), batch_size, num_steps)
+        return {**results, **{f"validation_{name}": value for name, value in results.items()}}
 
     def predict(self, data: Any, batch_size: int = 32, verbose: int = 1, steps: Optional[int] = None,
                 callbacks: Optional[Sequence[Any]] = None, data_config: Optional[dict[str, Any]] = None,
