@@ -306,6 +306,40 @@ def test_labels_that_are_not_whole_numbers_get_a_clear_error_and_class_probabili
         est.shutdown()
 
 
+def test_integer_labels_train_a_loss_that_takes_floats_as_orca_array_int_columns_did(two_workers) -> None:
+    """Orca's ``array<int>`` label column with ``BCELoss`` (its tests' pattern): integer labels
+    become the model's floats for the losses that only take floats, from a Spark DataFrame, dict
+    XShards and a DataLoader alike, and evaluate's loss is BCELoss on the float labels."""
+    x, y = models.blob_classes()
+    binary = (y.numpy() == 0).astype(np.int64)
+    frame = two_workers.createDataFrame(pd.DataFrame({"features": list(x.numpy().astype(np.float64)),
+                                                      "label": [[int(v)] for v in binary]}))
+    assert frame.schema["label"].dataType.simpleString() == "array<bigint>"
+
+    def int_label_loader(config, batch_size):
+        dataset = torch.utils.data.TensorDataset(x, torch.from_numpy(binary).reshape(-1, 1))
+        return torch.utils.data.DataLoader(dataset, batch_size=batch_size)
+
+    kinds = {
+        "spark dataframe": (frame, {"feature_cols": ["features"], "label_cols": ["label"]}),
+        "dict xshards": (shards_with_sizes({"x": x.numpy(), "y": binary.reshape(-1, 1)}, [50, 70]), {}),
+        "data creator": (int_label_loader, {}),
+    }
+    est = Estimator.from_torch(model=lambda config: nn.Sequential(nn.Linear(2, 1), nn.Sigmoid()),
+                               optimizer=models.sgd_creator, loss=nn.BCELoss(), seed=0)
+    try:
+        assert est.estimator is est and est.estimator.num_workers == 2   # Orca's est.estimator.num_workers
+        for name, (data, columns) in kinds.items():
+            history = est.fit(data, epochs=2, batch_size=16, **columns)
+            assert history[-1]["num_samples"] == 120, name
+            evaluated = est.evaluate(data, batch_size=16, **columns)
+            with torch.no_grad():
+                expected = nn.BCELoss()(est.get_model()(x), torch.from_numpy(binary).float().reshape(-1, 1))
+            assert evaluated["val_loss"] == pytest.approx(float(expected), rel=1e-4), name
+    finally:
+        est.shutdown()
+
+
 def test_target_rule_is_decided_by_the_loss() -> None:
     """Pure: which losses take class indices, and the cast of one batch."""
     nll = torch.nn.functional.nll_loss
@@ -313,8 +347,11 @@ def test_target_rule_is_decided_by_the_loss() -> None:
     assert TargetRule.of(nn.NLLLoss(reduction="sum")) == TargetRule("NLLLoss", False)
     assert TargetRule.of(torch.nn.functional.cross_entropy) == TargetRule("torch.nn.functional.cross_entropy", True)
     assert TargetRule.of(functools.partial(nll, ignore_index=-1)) == TargetRule("torch.nn.functional.nll_loss", False)
-    for other in (nn.MSELoss(), nn.BCEWithLogitsLoss(), torch.nn.functional.mse_loss, lambda out, y: (out - y).abs().mean(), None):
-        assert TargetRule.of(other) == TargetRule()
+    for float_loss in (nn.MSELoss(), nn.BCEWithLogitsLoss(), nn.BCELoss(reduction="sum"), torch.nn.functional.mse_loss,
+                       functools.partial(torch.nn.functional.binary_cross_entropy, reduction="mean")):
+        assert TargetRule.of(float_loss) == TargetRule(float_target=True), float_loss
+    for other in (lambda out, y: (out - y).abs().mean(), nn.MultiMarginLoss(), nn.CTCLoss(), None):
+        assert TargetRule.of(other) == TargetRule(), other
 
     output = torch.zeros(4, 3)
     doubles = torch.tensor([0.0, 2.0, 1.0, -100.0], dtype=torch.float64)   # -100: CrossEntropyLoss's ignore_index
@@ -324,7 +361,9 @@ def test_target_rule_is_decided_by_the_loss() -> None:
     assert TargetRule.of(nn.CrossEntropyLoss()).target(output, probabilities, torch.float32).dtype == torch.float32
     assert TargetRule.of(nn.MSELoss()).target(output, doubles, torch.float32).dtype == torch.float32
     ints = torch.tensor([0, 1, 2, 1])
-    assert TargetRule.of(nn.MSELoss()).target(output, ints, torch.float32) is ints
+    assert TargetRule.of(lambda out, y: out.sum()).target(output, ints, torch.float32) is ints   # a custom loss decides
+    as_floats = TargetRule.of(nn.MSELoss()).target(output, ints, torch.float64)
+    assert as_floats.dtype == torch.float64 and as_floats.tolist() == [0.0, 1.0, 2.0, 1.0]
     with pytest.raises(InvalidArgumentError, match=r"the loss torch.nn.functional.nll_loss takes class indices, but the label nan"):
         TargetRule.of(nll).target(output, torch.tensor([0.0, float("nan"), 1.0, 2.0]), torch.float32)
     # NLLLoss never takes probabilities: a float target of the output's shape is still indices (and checked)

@@ -226,6 +226,14 @@ class GroupEstimator:
         """Workers in the group (starts it if needed)."""
         return self._workers().num_workers
 
+    @property
+    def estimator(self) -> "GroupEstimator":
+        """This Estimator. Orca's ``from_torch`` / ``from_keras`` returned a wrapper whose
+        ``.estimator`` held the Ray workers, so Orca code reads ``est.estimator.num_workers``;
+        zoo_lite has no wrapper (its worker handles are not public: compare weights with
+        ``get_model()``)."""
+        return self
+
     def shutdown(self, force: bool = False) -> None:
         """End the worker group (the Estimator can still ``predict``, ``save`` and start a new group)."""
         if self._group is not None:

@@ -229,7 +229,8 @@ class Estimator(EstimatorEntry):
             and ``F.cross_entropy`` / ``F.nll_loss`` (float labels, such as a ``StringIndexer``
             double column, must be whole numbers, else ``InvalidArgumentError``; a float target
             of the output's shape stays class probabilities for ``CrossEntropyLoss``); any other
-            loss gets float labels in the model's dtype.
+            loss gets float labels in the model's dtype, and integer labels become floats for
+            losses that only take floats (``MSELoss``, ``BCELoss``, ``BCEWithLogitsLoss``...).
         metrics : list or dict, optional
             torchmetrics objects or callables ``(preds, target) -> tensor`` (a per-row mean),
             aggregated exactly over all workers.

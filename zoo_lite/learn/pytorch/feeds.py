@@ -55,7 +55,8 @@ def _row_taker(positions: np.ndarray) -> Callable[[torch.Tensor], torch.Tensor]:
 def held_target(array: np.ndarray, label_rule: tuple[torch.dtype, TargetRule]) -> torch.Tensor:
     """The target of the rows a worker holds, for ``label_rule`` = (the model's float dtype, the
     loss's :class:`~zoo_lite.learn.pytorch.specs.TargetRule`): float labels that can only be class
-    indices for the loss become int64 here, once, checked on their original values; the rest as
+    indices for the loss become int64 here, once, checked on their original values; integer labels
+    for a loss that only takes floats become ``float_dtype``; the rest as
     :func:`tensor_from_array` gives them (the per-step rule then decides, by the output's shape).
 
     Examples
@@ -67,6 +68,8 @@ def held_target(array: np.ndarray, label_rule: tuple[torch.dtype, TargetRule]) -
     array = np.asarray(array)
     if np.issubdtype(array.dtype, np.floating) and rule.indices_for_any_output(array.ndim):
         return class_indices(tensor_from_array(array, None), rule.class_loss)
+    if rule.float_target and (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+        return tensor_from_array(array, None).to(float_dtype)
     return tensor_from_array(array, float_dtype)
 
 

@@ -70,6 +70,19 @@ _CLASS_INDEX_MODULES = ((nn.CrossEntropyLoss, True), (nn.NLLLoss, False))
 _CLASS_INDEX_FUNCTIONS = {torch.nn.functional.cross_entropy: ("torch.nn.functional.cross_entropy", True),
                           torch.nn.functional.nll_loss: ("torch.nn.functional.nll_loss", False)}
 
+#: losses whose target must be floating: integer labels (0/1 in an int column, Orca's ``array<int>``)
+#: become the model's float dtype for them, as Orca's float32 cast did; other losses keep integers
+_FLOAT_TARGET_MODULES = (nn.MSELoss, nn.L1Loss, nn.SmoothL1Loss, nn.HuberLoss, nn.BCELoss, nn.BCEWithLogitsLoss,
+                         nn.KLDivLoss, nn.PoissonNLLLoss, nn.GaussianNLLLoss, nn.SoftMarginLoss,
+                         nn.MultiLabelSoftMarginLoss)
+_FLOAT_TARGET_FUNCTIONS = frozenset({
+    torch.nn.functional.mse_loss, torch.nn.functional.l1_loss, torch.nn.functional.smooth_l1_loss,
+    torch.nn.functional.huber_loss, torch.nn.functional.binary_cross_entropy,
+    torch.nn.functional.binary_cross_entropy_with_logits, torch.nn.functional.kl_div,
+    torch.nn.functional.poisson_nll_loss, torch.nn.functional.soft_margin_loss,
+    torch.nn.functional.multilabel_soft_margin_loss,
+})
+
 
 @dataclass(frozen=True)
 class TargetRule:
@@ -80,7 +93,9 @@ class TargetRule:
     class indices: a float target becomes int64 once its values are checked to be whole numbers
     (a Spark ML label column is a double). ``CrossEntropyLoss`` also takes class probabilities:
     a float target with the output's shape stays float. Any other loss gets float targets in the
-    model's dtype; integer targets are never changed.
+    model's dtype. Integer targets become the model's float dtype for the losses that only take
+    floats (``MSELoss``, ``BCELoss``, ``BCEWithLogitsLoss``, ``L1Loss``... and their functions), and
+    are kept as they are for any other loss (a custom loss decides for itself).
 
     Attributes
     ----------
@@ -88,6 +103,8 @@ class TargetRule:
         The name of the class-index loss (for error messages), None for any other loss.
     probabilities : bool
         Whether a float target of the output's shape is taken as class probabilities.
+    float_target : bool
+        Whether the loss only takes float targets, so integer targets are cast.
 
     Examples
     --------
@@ -98,10 +115,13 @@ class TargetRule:
     torch.float32
     >>> TargetRule.of(nn.MSELoss()).class_loss is None
     True
+    >>> TargetRule.of(nn.BCELoss()).target(torch.zeros(2, 1), torch.tensor([[1], [0]]), torch.float32).dtype
+    torch.float32
     """
 
     class_loss: Optional[str] = None
     probabilities: bool = False
+    float_target: bool = False
 
     @staticmethod
     def of(loss: Any) -> "TargetRule":
@@ -109,10 +129,14 @@ class TargetRule:
         for module_class, probabilities in _CLASS_INDEX_MODULES:
             if isinstance(loss, module_class):
                 return TargetRule(type(loss).__name__, probabilities)
+        if isinstance(loss, _FLOAT_TARGET_MODULES):
+            return TargetRule(float_target=True)
         function = loss
         while isinstance(function, functools.partial):
             function = function.func
         try:
+            if function in _FLOAT_TARGET_FUNCTIONS:
+                return TargetRule(float_target=True)
             name, probabilities = _CLASS_INDEX_FUNCTIONS[function]
         except (KeyError, TypeError):   # TypeError: an unhashable callable
             return TargetRule()
@@ -126,7 +150,7 @@ class TargetRule:
     def target(self, output: Any, target: torch.Tensor, float_dtype: torch.dtype) -> torch.Tensor:
         """The target the loss gets next to ``output`` (one batch)."""
         if not target.is_floating_point():
-            return target
+            return target.to(float_dtype) if self.float_target else target
         if self.class_loss is None or (self.probabilities and isinstance(output, torch.Tensor) and target.shape == output.shape):
             return target.to(float_dtype)
         return class_indices(target, self.class_loss)
