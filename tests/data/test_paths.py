@@ -128,7 +128,7 @@ def test_a_list_mixing_file_folder_glob_and_url(tmp_path, folder):
 
 def test_missing_path_names_the_argument_and_the_path(tmp_path):
     missing = str(tmp_path / "nope.csv")
-    with pytest.raises(DataReadError, match=re.escape(f"file_path={missing!r}") + ".*does not exist"):
+    with pytest.raises(DataReadError, match="Path does not exist: " + re.escape(f"file_path={missing!r}")):
         expand_paths(missing)
 
 

@@ -3,7 +3,9 @@
 Nothing here knows about Spark: each function takes shards (pandas objects, NumPy arrays, or
 nested dicts/lists/tuples of them) and returns shards, pieces or small summaries, so all of it is
 tested without a cluster. A "row tree" is a pandas object, an ndarray, or a non-empty dict, list or
-tuple whose leaves are all row trees of the same length; its rows are its first axis.
+tuple whose leaves are all row trees of the same length; its rows are its first axis. A "row
+list" is Orca's list shard: a list holding no ndarray, pandas object or dict (e.g. ``[1, 2, 3]``);
+its rows are its elements, for ``len``, ``repartition`` and joining pieces.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "reduction_partial",
     "combine_reduction",
     "is_row_tree",
+    "is_row_list",
     "num_rows",
     "shard_length",
     "tree_leaves",
@@ -68,6 +71,19 @@ def is_row_tree(shard: Shard) -> bool:
     return False
 
 
+def _is_plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(item) for item in value)
+    return not isinstance(value, (pd.DataFrame, pd.Series, np.ndarray, dict))
+
+
+def is_row_list(shard: Shard) -> bool:
+    """Whether ``shard`` is a list of plain rows (Orca's list shard): a list with no ndarray,
+    pandas object or dict in it at any depth. A list of ndarrays is a row tree instead (one
+    leaf per model input)."""
+    return isinstance(shard, list) and _is_plain(shard)
+
+
 def tree_leaves(tree: Shard, path: str = "") -> list[tuple[str, Any]]:
     """``(path, leaf)`` pairs of a nest, paths like ``"['x'][0]"``; a leaf is anything not nested."""
     if isinstance(tree, dict):
@@ -106,7 +122,9 @@ def shard_length(shard: Shard) -> int:
 
 
 def slice_rows(shard: Shard, start: int, stop: int) -> Shard:
-    """Rows ``start:stop`` of every leaf."""
+    """Rows ``start:stop`` of every leaf, or of a row list."""
+    if is_row_list(shard):
+        return shard[start:stop]
     return _tree_map(lambda leaf: leaf.iloc[start:stop] if isinstance(leaf, (pd.DataFrame, pd.Series)) else leaf[start:stop], shard)
 
 
@@ -128,16 +146,18 @@ def _concat_leaves(*leaves: Any) -> Any:
 
 
 def concat_shards(shards: Sequence[Shard]) -> list[Shard]:
-    """Join pieces of one partition into one shard; non-row-tree shards are kept as they are.
+    """Join pieces of one partition into one shard: row trees leaf by leaf, row lists by list
+    concatenation; other shards are kept as they are.
 
     Pandas pieces keep their index unless every piece has a default integer index, in which case
     the result gets a fresh RangeIndex.
     """
     row_trees = [shard for shard in shards if is_row_tree(shard)]
-    others = [shard for shard in shards if not is_row_tree(shard)]
-    if not row_trees:
-        return others
-    return [_tree_map(_concat_leaves, *row_trees), *others]
+    row_lists = [shard for shard in shards if is_row_list(shard)]
+    others = [shard for shard in shards if not is_row_tree(shard) and not is_row_list(shard)]
+    joined = [_tree_map(_concat_leaves, *row_trees)] if row_trees else []
+    joined += [[row for rows in row_lists for row in rows]] if row_lists else []
+    return [*joined, *others]
 
 
 def split_into_shards(data: Shard, num_shards: int) -> list[Shard]:
@@ -172,8 +192,8 @@ def split_into_shards(data: Shard, num_shards: int) -> list[Shard]:
 def even_pieces(shard: Shard, num_partitions: int, partition_index: int) -> list[Piece]:
     """Cut a row tree into ``num_partitions`` contiguous pieces, piece j going to partition
     ``(j + partition_index) % num_partitions`` so that small shards do not all land on partition 0.
-    Other objects go whole to one partition."""
-    rows = num_rows(shard)
+    A row list is cut the same way; other objects go whole to one partition."""
+    rows = len(shard) if is_row_list(shard) else num_rows(shard)
     if rows is None:
         return [(partition_index % num_partitions, shard)]
     bounds = np.linspace(0, rows, num_partitions + 1).astype(int)
@@ -420,16 +440,17 @@ def zip_shard_lists(partition_index: int, left: list[Shard], right: list[Shard])
     """Pair the shards of one partition of two collections, checking counts line up."""
     if len(left) != len(right):
         raise ShardMismatchError(
-            f"zip: partition {partition_index} holds {len(left)} shard(s) on the left and {len(right)} on "
-            "the right; zip needs collections with the same partitioning (e.g. one made from the other "
-            "by transform_shard)"
+            f"The two SparkXShards should have the same number of elements in each partition: zip: partition "
+            f"{partition_index} holds {len(left)} shard(s) on the left and {len(right)} on the right; zip needs "
+            "collections with the same partitioning (e.g. one made from the other by transform_shard)"
         )
     for left_shard, right_shard in zip(left, right):
         left_rows, right_rows = num_rows(left_shard), num_rows(right_shard)
         if left_rows is not None and right_rows is not None and left_rows != right_rows:
             raise ShardMismatchError(
-                f"zip: partition {partition_index} has {left_rows} row(s) on the left and {right_rows} on the "
-                "right; zip needs shards with equal row counts"
+                f"The two SparkXShards should have the same number of elements in each partition: zip: partition "
+                f"{partition_index} has {left_rows} row(s) on the left and {right_rows} on the right; zip needs "
+                "shards with equal row counts"
             )
     return list(zip(left, right))
 

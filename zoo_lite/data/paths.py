@@ -40,7 +40,9 @@ def _expand_one(path: str, argument: str) -> list[str]:
             raise DataReadError(f"{argument}={path!r}: the pattern matches no file")
         return [_with_protocol(fs, match, path) for match in files]
     if not fs.exists(stripped):
-        raise DataReadError(f"{argument}={path!r} does not exist; check the path (and its protocol, e.g. hdfs://)")
+        # both Spark's and pandas' wording, which Orca passed through and its users match on
+        raise DataReadError(f"Path does not exist: {argument}={path!r} (No such file or directory); "
+                            "check the path (and its protocol, e.g. hdfs://)")
     if fs.isdir(stripped):
         root = stripped.rstrip("/")
         files = sorted(entry for entry in fs.find(stripped) if not _hidden(entry[len(root):]))

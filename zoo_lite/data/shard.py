@@ -27,6 +27,7 @@ from zoo_lite.data import convert, partition_ops
 from zoo_lite.data.convert import Columns
 from zoo_lite.data.spark_jobs import ensure_alive, run_job
 from zoo_lite.errors import (
+    ColumnNotFoundError,
     InvalidArgumentError,
     ShardFunctionError,
     ShardMismatchError,
@@ -565,6 +566,21 @@ class SparkXShards(XShards):
         """``func`` of every shard, collected in partition order."""
         return run_job(self._sc, self.rdd.mapPartitionsWithIndex(_per_shard(func)).collect)
 
+    def _for_each(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> "RDD":
+        """Orca's probe: a lazy RDD whose elements are ``func(shard, *args, **kwargs)`` of every
+        shard, or the exception it raised on that shard (returned, not raised).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> XShards.partition({"x": np.arange(4)}, 2)._for_each(lambda shard, key: shard[key], "y").first()
+        KeyError('y')
+        """
+        return self.rdd.map(functools.partial(_result_or_error, func=func, args=args, kwargs=kwargs))
+
     # -- construction and conversion ----------------------------------------------------------------
 
     @staticmethod
@@ -768,8 +784,9 @@ class SparkXShards(XShards):
         return self.map_partitions(functools.partial(_call_user_function, func=func, args=args, name=name), with_index=True)
 
     def repartition(self, num_partitions: int) -> "SparkXShards":
-        """``num_partitions`` shards with rows spread evenly (row trees are cut into pieces; other
-        objects move whole). Row order is not kept.
+        """``num_partitions`` shards with rows spread evenly (row trees are cut into pieces, and so
+        are lists of plain values, whose rows are their elements, as in Orca; other objects move
+        whole). Row order is not kept.
 
         Parameters
         ----------
@@ -1261,14 +1278,14 @@ class SparkXShards(XShards):
         >>> x.zip(XShards.partition(np.arange(4), 4))
         Traceback (most recent call last):
         ...
-        zoo_lite.errors.ShardMismatchError: zip: this XShards has 2 partitions and other has 4; repartition one of them to match
+        zoo_lite.errors.ShardMismatchError: The two SparkXShards should have the same number of partitions: zip: this XShards has 2 partitions and other has 4; repartition one of them to match
         """
         if not isinstance(other, SparkXShards):
-            raise InvalidArgumentError(f"other={other!r} must be a SparkXShards")
+            raise InvalidArgumentError(f"other should be a SparkXShards: other={other!r} must be a SparkXShards")
         if self.num_partitions() != other.num_partitions():
             raise ShardMismatchError(
-                f"zip: this XShards has {self.num_partitions()} partitions and other has "
-                f"{other.num_partitions()}; repartition one of them to match"
+                f"The two SparkXShards should have the same number of partitions: zip: this XShards has "
+                f"{self.num_partitions()} partitions and other has {other.num_partitions()}; repartition one of them to match"
             )
         pairs = self.rdd.glom().zip(other.rdd.glom())
         zipped = self._derived(pairs.mapPartitionsWithIndex(_per_shard(_zip_pair, with_index=True)).flatMap(_identity_list))
@@ -1344,6 +1361,34 @@ class SparkXShards(XShards):
         (False, True)
         """
         return self._cached or self._eager_cached
+
+    def compute(self) -> "SparkXShards":
+        """Compute the shards now (one job counting them), as Orca's ``compute()``: pending
+        transformations run and their errors surface here. Nothing is kept unless :meth:`cache`
+        was called first.
+
+        Returns
+        -------
+        SparkXShards
+            ``self``.
+
+        Raises
+        ------
+        ZooLiteError
+            The error a pending transformation raised on an executor.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import XShards
+        >>> _ = init_orca_context(cores=2)
+        >>> shards = XShards.partition(np.arange(4), 2).transform_shard(np.sqrt).cache().compute()
+        >>> shards.is_cached(), len(shards)
+        (True, 4)
+        """
+        run_job(self._sc, self.rdd.count)
+        return self
 
     # -- actions ------------------------------------------------------------------------------------
 
@@ -1461,7 +1506,8 @@ class SparkXShards(XShards):
         return self.rdd.getNumPartitions()
 
     def __len__(self) -> int:
-        """Total rows of row-tree shards (pandas, ndarray, dicts of them); ``len`` or 1 of others.
+        """Total rows of row-tree shards (pandas, ndarray, dicts of them); ``len`` or 1 of others
+        (so a list shard counts its elements, as in Orca).
 
         Returns
         -------
@@ -1949,6 +1995,13 @@ class SparkXShards(XShards):
 
 # Module-level shard functions (shipped to executors; they capture plain values only).
 
+def _result_or_error(shard: Any, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        return func(shard, *args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - Orca's _for_each hands the error back as the result
+        return error
+
+
 def _even_pieces(shard: Any, partition_index: int, num_partitions: int) -> list[tuple[int, Any]]:
     return partition_ops.even_pieces(shard, num_partitions, partition_index)
 
@@ -1958,12 +2011,22 @@ def _hash_pieces(shard: Any, partition_index: int, columns: list[Hashable], num_
 
 
 def _select_key(shard: Any, key: Any) -> Any:
+    # the messages start with Orca's words, which Orca code matches
     try:
         return shard[key]
     except (KeyError, IndexError) as error:
         if isinstance(shard, pd.DataFrame):
-            partition_ops.check_columns(shard, [key], "key")
-        raise InvalidArgumentError(f"key={key!r} is not in a shard of type {type(shard).__name__}") from error
+            raise ColumnNotFoundError(
+                f"Invalid key for this XShards: key={key!r} is not a column; the shards have columns {list(shard.columns)}"
+            ) from error
+        keys = f" (its keys are {list(shard)})" if isinstance(shard, dict) else ""
+        raise InvalidArgumentError(f"Invalid key for this XShards: key={key!r} is not in a shard of type "
+                                   f"{type(shard).__name__}{keys}") from error
+    except TypeError as error:
+        raise InvalidArgumentError(
+            f"No selection operation available for this XShards: its shards are {type(shard).__name__}, which "
+            f"cannot be indexed by key={key!r}; select from pandas, dict, list or tuple shards"
+        ) from error
 
 
 def _select_columns(shard: Any, columns: list[Hashable]) -> pd.DataFrame:

@@ -36,6 +36,7 @@ __all__ = ["read_csv", "read_json", "read_parquet"]
 
 _BACKENDS = ("spark", "pandas")
 _CORRUPT = "_zoo_lite_corrupt_record"
+_SOURCE = "_zoo_lite_source_file"  # the file of a flagged row, for error messages; null on good rows
 _ON_BAD_LINES = ("error", "skip", "warn")
 # pandas read_csv keyword arguments the spark backend translates; anything else is refused.
 _SPARK_CSV_KWARGS = frozenset({
@@ -63,6 +64,14 @@ def _session() -> "SparkSession":
     from zoo_lite.context import OrcaContext
 
     return OrcaContext.get_spark_session()
+
+
+def _columns(names: Sequence[str]) -> list:
+    """Spark column references to the columns named exactly so: backtick-quoted, since a bare
+    ``"a.b"`` means field ``b`` of struct ``a`` to Spark."""
+    from pyspark.sql import functions as F
+
+    return [F.col("`" + name.replace("`", "``") + "`") for name in names]
 
 
 def _refuse_unknown(kwargs: Mapping[str, Any], allowed: frozenset, reader: str) -> None:
@@ -201,10 +210,31 @@ def _dtype_by_name(dtype: Any, columns: Sequence[str]) -> dict[str, Any]:
         return {column: dtype for column in columns}
     by_name = {}
     for key, value in dtype.items():
-        name = columns[key] if isinstance(key, int) and key not in columns else key
+        name = _dtype_key_name(key, columns)
         if name not in columns:
             raise InvalidArgumentError(f"dtype={dict(dtype)!r}: column {key!r} is not in the file's columns {list(columns)}")
         by_name[name] = value
+    return by_name
+
+
+def _dtype_key_name(key: Hashable, columns: Sequence[str]) -> Hashable:
+    """The column a ``dtype`` key means: a name, or else a number is a position."""
+    return columns[key] if isinstance(key, int) and key not in columns and 0 <= key < len(columns) else key
+
+
+def _dtype_of_read(dtype: Any, columns: Sequence[str], read: Sequence[str], labels: Sequence[Hashable]) -> dict[str, Any]:
+    """``dtype`` by column name, for the columns read (``read``, out of the file's ``columns``);
+    a key for a column not read is an error, as in Orca (pandas ignores it). ``labels`` are the
+    columns as the user sees them, for the message."""
+    by_name = _dtype_by_name(dtype, columns)
+    if not isinstance(dtype, Mapping):
+        return {name: value for name, value in by_name.items() if name in read}
+    for key in dtype:
+        if _dtype_key_name(key, columns) not in read:
+            what = f"key {key!r} (a column position)" if isinstance(key, int) and key not in columns else f"column {key!r}"
+            raise InvalidArgumentError(
+                f"dtype={dict(dtype)!r}: {what} is not among the columns read, {list(labels)}: column index to be set "
+                "type is not in current dataframe; key dtype by a column read (check usecols=)")
     return by_name
 
 
@@ -315,8 +345,8 @@ def _names_layout(names: Sequence[Hashable], width: int, usecols: Any, index_col
         return _Layout(tuple(names), tuple(names[position] for position in positions))
     if count > width or len(positions) != count:
         raise InvalidArgumentError(
-            f"names={names!r} has {count} names for {width} columns and usecols={list(usecols)!r} selects "
-            f"{len(positions)}: passed names did not match usecols; give one name per column or one per selected column")
+            f"Passed names did not match usecols: names={names!r} has {count} names for {width} columns and "
+            f"usecols={list(usecols)!r} selects {len(positions)}; give one name per column or one per selected column")
     file_names = list(placeholders)
     for position, name in zip(positions, names):
         file_names[position] = name
@@ -498,7 +528,7 @@ def _refill_row(df: pd.DataFrame, position: int, line: str, columns: Sequence[st
     quotes) by pandas' reading of the same line."""
     row = pd.read_csv(io.StringIO(line), header=None, names=list(columns), sep=options["sep"],
                       quotechar=options["quote"], escapechar=_escapechar(options), dtype=object)
-    for column in df.columns.drop(_CORRUPT):
+    for column in df.columns.drop([_CORRUPT, _SOURCE]):
         text, dtype = row[column].iat[0], df[column].dtype
         value = np.nan if pd.isna(text) else text if dtype == object else (
             text.strip().lower() == "true" if dtype == bool else pd.to_numeric(text))
@@ -513,6 +543,8 @@ def _screen_bad_lines(df: pd.DataFrame, columns: Sequence[str], options: Mapping
     keep, copied = np.ones(len(df), dtype=bool), False
     for position in np.flatnonzero(flagged.to_numpy()):
         line = df[_CORRUPT].iat[position]
+        source = df[_SOURCE].iat[position]
+        of_file = f" of {source!r}" if source else ""
         fields = _count_fields(line, options, _escapechar(options))
         if fields == width and _escapechar(options) and _count_fields(line, options) > width:
             df = df.copy() if not copied else df  # frames from Arrow are read-only
@@ -521,18 +553,24 @@ def _screen_bad_lines(df: pd.DataFrame, columns: Sequence[str], options: Mapping
         elif fields > width:
             if on_bad_lines == "error":
                 raise DataReadError(
-                    f"on_bad_lines='error': a row has {fields} fields where the header has {width}: {line!r}; "
-                    "pass on_bad_lines='skip' to drop such rows"
+                    f"on_bad_lines='error': a row{of_file} has {fields} fields where the header has {width}: {_shown(line)}; "
+                    "pass on_bad_lines='skip' to drop such rows (or check that the file is CSV text)"
                 )
             keep[position] = False
         elif fields == width:
             raise DataReadError(
-                f"a value in row {line!r} does not parse as its column's type; check dtype=, or read the column as str"
+                f"a value in row {_shown(line)}{of_file} does not parse as its column's type; check dtype=, or read the column as str"
             )
-    return df.loc[keep].drop(columns=[_CORRUPT])
+    return df.loc[keep].drop(columns=[_CORRUPT, _SOURCE])
+
+
+def _shown(line: str) -> str:
+    """A flagged line for a message, cut short: a binary file read as text has long ones."""
+    return repr(line) if len(line) <= 80 else repr(line[:80]) + "..."
 
 
 def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
+    from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
     _refuse_unknown(kwargs, _SPARK_CSV_KWARGS, "read_csv")
@@ -561,13 +599,14 @@ def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     labels += list(layout.extra) if layout else []
     dates = _date_spec(kwargs.get("parse_dates"), labels)
     as_text = [f"_c{label}" if positional else label for label in dates.sources()]
-    dtype = _dtype_by_name(kwargs.get("dtype"), columns)
+    dtype = _dtype_of_read(kwargs.get("dtype"), columns, selected, labels)
     schema = _read_schema(inferred, dtype, as_text)
     with_corrupt = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
     # with names=, the file's header row is replaced, not checked against the names
     reader = reader.option("enforceSchema", str(names is not None).lower())
     df = read(reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT))
-    df = df.select(*selected, _CORRUPT)
+    source = F.when(F.col(_CORRUPT).isNotNull(), F.input_file_name()).alias(_SOURCE)
+    df = df.select(*_columns([*selected, _CORRUPT]), source)
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
     post = functools.partial(_csv_post, columns=columns, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
@@ -711,7 +750,7 @@ def _read_json_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
         [name for name in ordered if _DATE_LIKE.search(name)] if convert_dates else []
     )
     schema = _read_schema(inferred, dtype, dates)
-    df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*ordered)
+    df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*_columns(ordered))
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
     post = functools.partial(_json_post, dtype=dtype or None, dates=dates, names=extras["names"], usecols=extras["usecols"],
@@ -931,5 +970,5 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, s
         missing = [column for column in columns if column not in df.columns]
         if missing:
             raise InvalidArgumentError(f"columns={list(columns)!r}: {missing} not in the files' columns {df.columns}")
-        df = df.select(*columns)
+        df = df.select(*_columns(columns))
     return SparkXShards.from_spark_df(df)
