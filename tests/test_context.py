@@ -109,9 +109,9 @@ def test_orca_settings_are_validated():
         OrcaContext.pandas_read_backend = "dask"
     with pytest.raises(InvalidArgumentError, match="_shard_size=0"):
         OrcaContext._shard_size = 0
-    OrcaContext.pandas_read_backend = "pandas"
-    assert OrcaContext.pandas_read_backend == "pandas"
     OrcaContext.pandas_read_backend = "spark"
+    assert OrcaContext.pandas_read_backend == "spark"
+    OrcaContext.pandas_read_backend = "pandas"   # the default, for the tests after this one
 
 
 def test_ray_settings_take_orca_switches_as_booleans_only():

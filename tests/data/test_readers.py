@@ -13,12 +13,14 @@ import re
 import warnings
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 from zoo_lite import OrcaContext
 from zoo_lite.data.pandas import read_csv, read_json, read_parquet
+from zoo_lite.data.pandas.readers import file_groups
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
@@ -209,12 +211,34 @@ def test_five_files_lose_and_duplicate_no_row(tmp_path, backend):
 # backend selection
 # ---------------------------------------------------------------------------------------------
 
-def test_default_backend_is_spark_and_refuses_a_pandas_only_kwarg(simple_csv, restore_backend):
-    assert OrcaContext.pandas_read_backend == "spark"
-    with pytest.raises(InvalidArgumentError, match=r"skiprows"):
-        read_csv(simple_csv, skiprows=[1])
-    with pytest.raises(InvalidArgumentError, match=r"skiprows"):
-        read_csv(simple_csv, backend=None, skiprows=[1])
+def test_default_backend_is_pandas_and_takes_a_pandas_only_kwarg(simple_csv, restore_backend):
+    assert OrcaContext.pandas_read_backend == "pandas"
+    assert_same_rows(whole(read_csv(simple_csv, skiprows=[1])), pd.read_csv(simple_csv, skiprows=[1]))
+    assert_same_rows(whole(read_csv(simple_csv, backend=None, skiprows=[1])), pd.read_csv(simple_csv, skiprows=[1]))
+
+
+def test_pandas_backend_packs_consecutive_files_into_bounded_partitions():
+    """Pure: groups of at most the limit (a larger file alone), in file order, never fewer
+    groups than cores when there are that many files, none when there is no file."""
+    limit = 100
+    assert [list(g) for g in file_groups([40, 40, 40, 40], min_groups=1, limit=limit)] == [[0, 1], [2, 3]]
+    assert [list(g) for g in file_groups([30, 250, 30], min_groups=1, limit=limit)] == [[0], [1], [2]]
+    assert [list(g) for g in file_groups([100, 1, 99], min_groups=1, limit=limit)] == [[0], [1, 2]]
+    assert [list(g) for g in file_groups([1] * 5, min_groups=2, limit=limit)] == [[0, 1], [2, 3, 4]]
+    assert [list(g) for g in file_groups([1], min_groups=8, limit=limit)] == [[0]]
+    assert file_groups([], min_groups=2, limit=limit) == []
+    sizes = list(np.random.default_rng(0).integers(1, 300, 200))
+    groups = file_groups(sizes, min_groups=2, limit=limit)
+    assert [i for g in groups for i in g] == list(range(200))   # every file once, in order
+    assert all(len(g) == 1 or sum(sizes[i] for i in g) <= limit for g in groups)
+
+
+def test_pandas_backend_reads_each_small_file_group_as_one_shard_in_file_order(tmp_path, restore_backend):
+    for index in range(5):
+        (tmp_path / f"part{index}.csv").write_text(f"k,v\n{index},{index * 10}\n")
+    shards = read_csv(str(tmp_path), backend="pandas")
+    assert shards.num_partitions() == 2   # small files: one group per core
+    assert pd.concat(shards.collect())["k"].tolist() == [0, 1, 2, 3, 4]
 
 
 def test_orca_context_setting_chooses_the_pandas_backend(simple_csv, restore_backend):
@@ -235,7 +259,7 @@ def test_explicit_backend_wins_over_the_setting(simple_csv, restore_backend):
 def test_invalid_backend_setting_is_refused(restore_backend):
     with pytest.raises(InvalidArgumentError, match=r"pandas_read_backend='ray'"):
         OrcaContext.pandas_read_backend = "ray"
-    assert OrcaContext.pandas_read_backend == "spark"
+    assert OrcaContext.pandas_read_backend == "pandas"
 
 
 @pytest.mark.parametrize("reader", [read_csv, read_json, read_parquet])

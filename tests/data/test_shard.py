@@ -623,6 +623,34 @@ def test_to_spark_df_when_the_first_shard_has_an_all_missing_string_column(sc):
     pd.testing.assert_frame_equal(got, concat(frames))
 
 
+def test_to_spark_df_computes_the_shards_once_and_releases_its_cache_with_the_dataframe(sc, tmp_path):
+    """One pass: the shards' function runs once per shard over to_spark_df, count and collect (the
+    DataFrame reads the cached Arrow payloads), int and float partitions still unify to double,
+    and the cache goes when the DataFrame object does."""
+    import gc
+
+    calls = tmp_path / "calls"
+    calls.mkdir()
+
+    def counted(df):
+        import uuid
+
+        (calls / uuid.uuid4().hex).touch()
+        return df.assign(twice=df["v"] * 2)
+
+    persistent = sc._jsc.sc().getPersistentRDDs()
+    before = persistent.size()
+    frames = [pd.DataFrame({"v": [1, 2]}), pd.DataFrame({"v": [3.5]}), pd.DataFrame({"v": np.array([], dtype=np.int64)})]
+    df = shards_of(sc, frames, 3).transform_shard(counted).to_spark_df()
+    assert df.dtypes == [("v", "double"), ("twice", "double")]
+    assert df.count() == 3 and sorted(row.v for row in df.collect()) == [1.0, 2.0, 3.5]
+    assert len(list(calls.iterdir())) == 3
+    assert sc._jsc.sc().getPersistentRDDs().size() == before + 1
+    del df
+    gc.collect()
+    assert sc._jsc.sc().getPersistentRDDs().size() == before
+
+
 def test_to_spark_df_needs_pandas_or_dict_shards(sc):
     with pytest.raises(InvalidArgumentError, match=r"to_spark_df needs pandas DataFrame shards or dicts of arrays, but a shard is a ndarray"):
         XShards.partition(np.arange(4), 2).to_spark_df()

@@ -13,8 +13,9 @@ from the schema for a Spark DataFrame, per shard for pandas and dict shards.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,8 @@ __all__ = [
     "concat_model_arrays",
     "model_arrays_rows",
 ]
+
+T = TypeVar("T")
 
 # Rows per Arrow IPC payload on the way into Spark: small enough that one payload never nears a
 # JVM array limit, large enough that per-payload overhead is negligible.
@@ -552,23 +555,162 @@ def spark_df_to_model_arrays_rdd(df: "pyspark.sql.DataFrame", columns: Columns, 
     return spark_df_to_arrow_rdd(selected).map(to_arrays, preservesPartitioning=True)
 
 
-def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession", schema: "pa.Schema") -> "pyspark.sql.DataFrame":
-    """A Spark DataFrame from an RDD of pandas frames, converted on the executors.
+def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession",
+                           schema: Optional["pa.Schema"] = None) -> "pyspark.sql.DataFrame":
+    """A Spark DataFrame from an RDD of pandas frames (or dicts of arrays), converted on the executors.
 
-    Each shard becomes Arrow IPC payloads in a binary column (one row per 64k data rows); a
-    ``mapInArrow`` on the executors decodes them back into record batches of ``schema``.
+    Each shard becomes Arrow IPC payloads in a binary column (one row per 64k data rows), and a
+    ``mapInArrow`` on the executors decodes them into record batches. With ``schema``, every shard
+    is cast to it on its way in. Without, the shards are converted once, each with its own types,
+    into a cached payload table: the driver unifies the partitions' schemas from small schema
+    records in that cache (a filter in the JVM, no second pass over the shards), and decoding
+    casts only the batches whose types differ. The cache is released when the returned DataFrame
+    object is garbage-collected (or the context stops).
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    if schema is None:
+        return _one_pass_spark_df(rdd, session)
+    payloads = session.createDataFrame(rdd.mapPartitionsWithIndex(functools.partial(_cast_payload_rows, schema=schema)),
+                                       "payload binary")
+    return payloads.mapInArrow(ipc_payloads_to_batches, from_arrow_schema(schema, prefer_timestamp_ntz=False))
+
+
+#: the cached payload table of a one-pass to_spark_df: one schema record per partition, then its data
+_PAYLOAD_TABLE = "part int, kind tinyint, payload binary"
+_SCHEMA_RECORD, _DATA_RECORD = 0, 1
+_ROWS_KEY = b"zoo_lite.rows"
+
+
+def _one_pass_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession") -> "pyspark.sql.DataFrame":
+    import weakref
+
+    from pyspark import StorageLevel
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from zoo_lite.data.spark_jobs import run_job
+
+    table = session.createDataFrame(rdd.mapPartitionsWithIndex(_own_payload_rows), _PAYLOAD_TABLE)
+    table = table.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        records = run_job(session.sparkContext, table.where(f"kind = {_SCHEMA_RECORD}").select("part", "payload").collect)
+        target = _target_schema([(int(row["part"]), bytes(row["payload"])) for row in records])
+    except BaseException:
+        table.unpersist()
+        raise
+    data = table.where(f"kind = {_DATA_RECORD}").select("payload")
+    frame = data.mapInArrow(functools.partial(ipc_payloads_as, schema=target), from_arrow_schema(target, prefer_timestamp_ntz=False))
+    weakref.finalize(frame, _unpersist_quietly, table)
+    return frame
+
+
+def _unpersist_quietly(table: "pyspark.sql.DataFrame") -> None:
+    try:
+        table.unpersist()
+    except Exception:  # noqa: BLE001 - the context may be gone already, and its cache with it
+        pass
+
+
+def shard_arrow_table(shard: Any) -> "pa.Table":
+    """A pandas (index left out) or dict-of-arrays shard as an Arrow table of its own types."""
+    import pyarrow as pa
+
+    if isinstance(shard, dict):
+        return dict_to_arrow(shard)
+    if not isinstance(shard, pd.DataFrame):
+        shard_arrow_schema(shard)   # raises the error naming the shard's type
+    try:
+        return pa.Table.from_pandas(shard, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        raise InvalidArgumentError(
+            f"to_spark_df: a shard's columns cannot be converted to Arrow: {error}; give each column one type "
+            "(e.g. astype(str) for a column mixing strings and numbers)"
+        ) from error
+
+
+def _schema_payload(schema: "pa.Schema", rows: int) -> bytes:
+    """An IPC stream with only ``schema`` (carrying the partition's row count), no batch."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema.with_metadata({_ROWS_KEY: str(rows).encode()})):
+        pass
+    return sink.getvalue().to_pybytes()
+
+
+def _table_payloads(table: "pa.Table") -> Iterator[bytes]:
+    import pyarrow as pa
+
+    for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_batch(batch)
+        yield sink.getvalue().to_pybytes()
+
+
+def _own_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple[int, int, bytearray]]:
+    """One partition as payload-table rows: its schema record, then its data in its own types
+    (shards of one partition unified, so the record speaks for all of them)."""
     from zoo_lite.errors import raising_transportably
 
-    @raising_transportably
-    def to_payload_rows(partition_index: int, shards: Iterator[pd.DataFrame]) -> list[tuple[bytearray]]:
+    return raising_transportably(_partition_payload_rows)(partition_index, shards)
+
+
+def _partition_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple[int, int, bytearray]]:
+    tables = [shard_arrow_table(shard) for shard in shards]
+    if not tables:
+        return []
+    schema = tables[0].schema if len(tables) == 1 else unify_arrow_schemas([(partition_index, t.schema) for t in tables])
+    rows = [(partition_index, _SCHEMA_RECORD, bytearray(_schema_payload(schema, sum(t.num_rows for t in tables))))]
+    for table in tables:
+        table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
+        rows.extend((partition_index, _DATA_RECORD, bytearray(payload)) for payload in _table_payloads(table))
+    return rows
+
+
+def _target_schema(records: Sequence[tuple[int, bytes]]) -> "pa.Schema":
+    """The DataFrame's schema from the partitions' schema records: the non-empty partitions'
+    schemas unified (an empty partition's types are unknown, e.g. null for a string column)."""
+    import pyarrow as pa
+
+    if not records:
+        raise InvalidArgumentError("to_spark_df() on an XShards with no shards: pass schema= to build an empty DataFrame")
+    schemas = []
+    for part, payload in sorted(records):
+        schema = pa.ipc.open_stream(payload).schema
+        schemas.append((part, int(schema.metadata[_ROWS_KEY]) > 0, schema.remove_metadata()))
+    non_empty = [(part, schema) for part, filled, schema in schemas if filled]
+    return unify_arrow_schemas(non_empty or [(part, schema) for part, _, schema in schemas[:1]]).remove_metadata()
+
+
+def _cast_arrow_table(table: T, schema: "pa.Schema", partition_index: Optional[int]) -> T:
+    """A table or record batch cast to ``schema``, or an error naming the partition (when known)."""
+    import pyarrow as pa
+
+    try:
+        return table.cast(schema, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        where = "a partition" if partition_index is None else f"partition {partition_index}"
+        raise InvalidArgumentError(
+            f"to_spark_df: {where} ({table.schema}) does not fit the unified schema {schema}: "
+            f"{error}; make each column's dtype the same in every shard, or pass schema="
+        ) from error
+
+
+def ipc_payloads_as(payload_batches: Iterable["pa.RecordBatch"], schema: "pa.Schema") -> Iterator["pa.RecordBatch"]:
+    """Inside ``mapInArrow``: decode the payload column into batches of ``schema``, casting the
+    batches of a partition whose own types differ (int where another partition has float)."""
+    for batch in ipc_payloads_to_batches(payload_batches):
+        yield batch if batch.schema.equals(schema) else _cast_arrow_table(batch, schema, None)
+
+
+def _cast_payload_rows(partition_index: int, shards: Iterable[Any], schema: "pa.Schema") -> list[tuple[bytearray]]:
+    from zoo_lite.errors import raising_transportably
+
+    def rows() -> list[tuple[bytearray]]:
         return [(bytearray(payload),) for shard in shards for payload in pandas_to_ipc_payloads(shard, schema, partition_index)]
 
-    payloads = session.createDataFrame(rdd.mapPartitionsWithIndex(to_payload_rows), "payload binary")
-    spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
-    return payloads.mapInArrow(ipc_payloads_to_batches, spark_schema)
+    return raising_transportably(rows)()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Sequence, Union
 
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
-__all__ = ["expand_paths", "path_exists"]
+__all__ = ["expand_paths", "path_exists", "file_sizes"]
 
 PathLike = Union[str, Sequence[str]]
 _GLOB_CHARS = ("*", "?", "[")
@@ -25,6 +25,24 @@ def path_exists(path: str) -> bool:
     """Whether a file or folder exists at ``path``."""
     fs, stripped = _filesystem(path)
     return bool(fs.exists(stripped))
+
+
+def file_sizes(files: Sequence[str]) -> list[int]:
+    """The size in bytes of each file (as :func:`expand_paths` names them).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
+    >>> _ = path.write_text("x\\n1\\n")
+    >>> file_sizes([str(path)])
+    [4]
+    """
+    sizes = []
+    for file in files:
+        fs, stripped = _filesystem(file)
+        sizes.append(int(fs.size(stripped)))
+    return sizes
 
 
 def _with_protocol(fs, path: str, original: str) -> str:

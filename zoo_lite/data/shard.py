@@ -612,6 +612,10 @@ class SparkXShards(XShards):
         """A Spark DataFrame of the pandas shards (or of dict shards of arrays: one column per key,
         an N-d array's rows as nested arrays), built on the executors via Arrow.
 
+        The shards are computed once, here: without ``schema`` their Arrow form is cached in
+        Spark (memory, spilling to disk) and the DataFrame reads that cache, so its actions do not
+        recompute the shards; the cache is released when the DataFrame object is garbage-collected.
+
         Parameters
         ----------
         schema : pyarrow.Schema, optional
@@ -643,19 +647,8 @@ class SparkXShards(XShards):
         """
         from zoo_lite.context import OrcaContext
 
-        arrow_schema = schema if schema is not None else self._unified_arrow_schema()
-        session = OrcaContext.get_spark_session()
-        return convert.pandas_rdd_to_spark_df(self.rdd, session, arrow_schema)
-
-    def _unified_arrow_schema(self) -> "pa.Schema":
-        def schemas_of(index: int, shards: Iterator[Any]) -> list[Any]:
-            return [(index, partition_ops.shard_length(shard) > 0, convert.shard_arrow_schema(shard)) for shard in shards]
-
-        schemas = run_job(self._sc, self.rdd.mapPartitionsWithIndex(raising_transportably(schemas_of)).collect)
-        if not schemas:
-            raise InvalidArgumentError("to_spark_df() on an XShards with no shards: pass schema= to build an empty DataFrame")
-        non_empty = [(index, schema) for index, filled, schema in schemas if filled]
-        return convert.unify_arrow_schemas(non_empty or [(index, schema) for index, _, schema in schemas[:1]])
+        ensure_alive(self._sc)
+        return convert.pandas_rdd_to_spark_df(self.rdd, OrcaContext.get_spark_session(), schema)
 
     def to_ray(self) -> "RayXShards":
         """Put every partition into Ray's object store from the executors, never through the driver.

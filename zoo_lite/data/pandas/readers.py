@@ -1,9 +1,12 @@
 """read_csv, read_json and read_parquet into pandas XShards, with two backends.
 
-- ``backend="spark"`` (the default, as in Orca): Spark's readers parse the files on the executors;
+- ``backend="pandas"`` (the default; Orca's was "spark"): pandas' own reader runs in the
+  executors, on consecutive files grouped into partitions of at most 128 MB (a larger file is a
+  partition alone), so a worker's memory follows the partition, not the data. Any pandas keyword
+  argument works.
+- ``backend="spark"``: Spark's readers parse the files on the executors (splitting large files);
   pandas keyword arguments are translated to Spark options, and the result is converted to
   pandas shards through Arrow. A keyword it cannot honour is an error naming it.
-- ``backend="pandas"``: the files are spread over the cores and pandas' own reader runs on each.
 
 Both give the same frame for the same files (same rows, columns and dtypes); rows come in Spark's
 scan order with the spark backend and in sorted file order with the pandas backend.
@@ -23,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from zoo_lite.data import convert
-from zoo_lite.data.paths import PathLike, expand_paths
+from zoo_lite.data.paths import PathLike, expand_paths, file_sizes
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError, raising_transportably
 
@@ -87,15 +90,46 @@ def _refuse_unknown(kwargs: Mapping[str, Any], allowed: frozenset, reader: str) 
 # pandas backend: pandas' own reader over files spread across the cores
 # ---------------------------------------------------------------------------------------------
 
+#: bytes of files one partition of the pandas backend reads at most (a larger file is one partition
+#: alone), as Spark's ``spark.sql.files.maxPartitionBytes``: a worker holds one partition's frame,
+#: so its memory follows this, not the size of the data
+PARTITION_BYTES = 128 * 1024 * 1024
+
+
+def file_groups(sizes: Sequence[int], min_groups: int, limit: int = PARTITION_BYTES) -> list[range]:
+    """Consecutive files packed into groups of at most ``limit`` bytes (a larger file alone), and
+    at least ``min_groups`` groups when there are that many files (so every core gets work).
+
+    Examples
+    --------
+    >>> [list(group) for group in file_groups([60, 60, 60, 200, 10], min_groups=2, limit=128)]
+    [[0, 1], [2], [3], [4]]
+    >>> [list(group) for group in file_groups([1, 1, 1, 1], min_groups=2, limit=128)]
+    [[0, 1], [2, 3]]
+    """
+    groups, start, total = [], 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > limit:
+            groups.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if len(sizes):
+        groups.append(range(start, len(sizes)))
+    wanted = min(min_groups, len(sizes))
+    if len(groups) < wanted:
+        bounds = np.linspace(0, len(sizes), wanted + 1).astype(int)
+        groups = [range(int(bounds[i]), int(bounds[i + 1])) for i in range(wanted)]
+    return groups
+
+
 def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
-    session = _session()
-    sc = session.sparkContext
-    num_partitions = min(len(files), sc.defaultParallelism)
+    sc = _session().sparkContext
+    groups = [[files[index] for index in group] for group in file_groups(file_sizes(files), sc.defaultParallelism)]
 
     @raising_transportably
-    def read_partition(paths: Iterator[str]) -> list[pd.DataFrame]:
+    def read_partition(file_lists: Iterator[list[str]]) -> list[pd.DataFrame]:
         frames = []
-        for path in paths:
+        for path in (path for paths in file_lists for path in paths):
             try:
                 frames.append(reader(path, **kwargs))
             except (ValueError, OSError) as error:
@@ -105,8 +139,8 @@ def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame
             return []
         return [pd.concat(frames, ignore_index=_all_default_index(frames)) if len(frames) > 1 else frames[0]]
 
-    # parallelize cuts the sorted file list into contiguous slices, so file order is kept
-    return SparkXShards(sc.parallelize(files, num_partitions).mapPartitions(read_partition))
+    # one group per partition, in file order
+    return SparkXShards(sc.parallelize(groups, len(groups)).mapPartitions(read_partition))
 
 
 def _all_default_index(frames: Sequence[pd.DataFrame]) -> bool:
@@ -775,7 +809,7 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     file_path : str or list of str
         A file, a folder, a glob, or a list of them; local, ``file://``, ``hdfs://`` or ``s3://``.
     backend : {"spark", "pandas"}, optional
-        Default ``OrcaContext.pandas_read_backend`` ("spark").
+        Default ``OrcaContext.pandas_read_backend`` ("pandas").
     **kwargs
         pandas ``read_csv`` arguments. The spark backend translates ``sep``/``delimiter``,
         ``header`` ('infer', 0, None), ``names`` (list, or a DDL schema string), ``usecols``,
@@ -849,7 +883,7 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     file_path : str or list of str
         A file, a folder, a glob, or a list of them; local, ``file://``, ``hdfs://`` or ``s3://``.
     backend : {"spark", "pandas"}, optional
-        Default ``OrcaContext.pandas_read_backend`` ("spark").
+        Default ``OrcaContext.pandas_read_backend`` ("pandas").
     **kwargs
         pandas ``read_json`` arguments (see above for what the spark backend takes).
 
@@ -923,7 +957,7 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, s
         backend gives pyarrow the same schema; Spark refuses type changes pyarrow would cast
         (e.g. string to long) with a read error at the first action.
     backend : {"spark", "pandas"}, optional
-        Default ``OrcaContext.pandas_read_backend`` ("spark").
+        Default ``OrcaContext.pandas_read_backend`` ("pandas").
     **kwargs
         Spark Parquet reader options (spark backend, e.g. ``mergeSchema=True``) or
         ``pandas.read_parquet`` arguments (pandas backend).
