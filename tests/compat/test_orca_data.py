@@ -11,21 +11,12 @@ import pandas as pd
 import pytest
 
 import zoo_lite.data.pandas
-from zoo_lite import OrcaContext
 from zoo_lite.data import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError, ZooLiteError
 
 pytestmark = pytest.mark.usefixtures("sc")
 
 MORTGAGE = "ID,sale_price,location\n100529,150000,110\n100458,475000,110\n101388,260000,120\n"
-
-
-@pytest.fixture(params=["spark", "pandas"])
-def backend(request):
-    before = OrcaContext.pandas_read_backend
-    OrcaContext.pandas_read_backend = request.param
-    yield request.param
-    OrcaContext.pandas_read_backend = before
 
 
 def csv_folder(tmp_path: pathlib.Path, text: str = MORTGAGE) -> str:

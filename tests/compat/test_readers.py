@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zoo_lite import OrcaContext
 from zoo_lite.data.pandas import read_csv, read_json, read_parquet
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
@@ -25,15 +24,6 @@ CSV = "ID,sale_price,location\n100529,435.5,lyon\n100530,220.0,paris\n100531,,ni
 NO_HEADER = "100529,435.5,lyon\n100530,220.0,paris\n100531,,nice\n"
 DATES = "day,time,v,when\n2024-01-02,10:00:00,1,2024-05-01\n2024-02-03,11:30:00,2,2024-06-01\n"
 JSON_LINES = '{"timestamp": "2014-07-01 00:00:00", "value": 10844}\n{"timestamp": "2014-07-01 00:30:00", "value": 8127}\n'
-
-
-@pytest.fixture(params=["spark", "pandas"])
-def backend(request):
-    """Each test runs with each backend, chosen as Orca users choose it."""
-    before = OrcaContext.pandas_read_backend
-    OrcaContext.pandas_read_backend = request.param
-    yield request.param
-    OrcaContext.pandas_read_backend = before
 
 
 def write(folder: pathlib.Path, name: str, text: str) -> str:

@@ -564,8 +564,8 @@ def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSessio
     is cast to it on its way in. Without, the shards are converted once, each with its own types,
     into a cached payload table: the driver unifies the partitions' schemas from small schema
     records in that cache (a filter in the JVM, no second pass over the shards), and decoding
-    casts only the batches whose types differ. The cache is released when the returned DataFrame
-    object is garbage-collected (or the context stops).
+    casts only the batches whose types differ. The cache is on the executors' local disk, and is
+    released when the returned DataFrame object is garbage-collected (or the context stops).
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -591,7 +591,8 @@ def _one_pass_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession") 
     from zoo_lite.data.spark_jobs import run_job
 
     table = session.createDataFrame(rdd.mapPartitionsWithIndex(_own_payload_rows), _PAYLOAD_TABLE)
-    table = table.persist(StorageLevel.MEMORY_AND_DISK)
+    # on disk, not in the JVM's heap: it is read once or twice, and the heap is what bounds the JVM's memory
+    table = table.persist(StorageLevel.DISK_ONLY)
     try:
         records = run_job(session.sparkContext, table.where(f"kind = {_SCHEMA_RECORD}").select("part", "payload").collect)
         target = _target_schema([(int(row["part"]), bytes(row["payload"])) for row in records])

@@ -612,9 +612,9 @@ class SparkXShards(XShards):
         """A Spark DataFrame of the pandas shards (or of dict shards of arrays: one column per key,
         an N-d array's rows as nested arrays), built on the executors via Arrow.
 
-        The shards are computed once, here: without ``schema`` their Arrow form is cached in
-        Spark (memory, spilling to disk) and the DataFrame reads that cache, so its actions do not
-        recompute the shards; the cache is released when the DataFrame object is garbage-collected.
+        The shards are computed once, here: without ``schema`` their Arrow form is cached on the
+        executors' local disk and the DataFrame reads that cache, so its actions do not recompute
+        the shards; the cache is released when the DataFrame object is garbage-collected.
 
         Parameters
         ----------
