@@ -20,7 +20,7 @@ import pytest
 
 from zoo_lite import OrcaContext
 from zoo_lite.data.pandas import read_csv, read_json, read_parquet
-from zoo_lite.data.pandas.readers import file_groups
+from zoo_lite.data.pandas.readers import file_groups, pyarrow_can_read
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
@@ -231,6 +231,32 @@ def test_pandas_backend_packs_consecutive_files_into_bounded_partitions():
     groups = file_groups(sizes, min_groups=2, limit=limit)
     assert [i for g in groups for i in g] == list(range(200))   # every file once, in order
     assert all(len(g) == 1 or sum(sizes[i] for i in g) <= limit for g in groups)
+
+
+def test_pyarrow_parses_only_with_the_keywords_that_give_pandas_frame():
+    """Pure: which keywords keep pyarrow's parser, and which force pandas' C parser."""
+    for fast in ({}, {"sep": ";"}, {"delimiter": "|"}, {"header": 0}, {"header": "infer", "sep": ","}):
+        assert pyarrow_can_read(fast), fast
+    for slow in ({"names": ["a"]}, {"usecols": [0]}, {"dtype": str}, {"header": None}, {"sep": r"\s+"},
+                 {"engine": "c"}, {"skiprows": 1}, {"nrows": 2}, {"parse_dates": ["d"]}, {"na_values": ["-"]}):
+        assert not pyarrow_can_read(slow), slow
+
+
+def test_default_read_gives_correctly_rounded_floats_as_spark_and_the_c_parser_with_other_keywords(tmp_path):
+    """pyarrow's floats are correctly rounded (pandas' float_precision="round_trip", and Spark's);
+    with a keyword that needs pandas' C parser, pandas' default parse. Random doubles written with
+    17 significant digits tell the two apart."""
+    values = np.random.default_rng(3).normal(size=2000) * 10.0 ** np.random.default_rng(4).integers(-20, 20, 2000)
+    path = write(tmp_path / "floats.csv", "k,x\n" + "".join(f"{i},{v:.17g}\n" for i, v in enumerate(values)))
+    exact = pd.read_csv(path, float_precision="round_trip")
+    default = pd.read_csv(path)
+    assert (exact["x"] != default["x"]).any()   # the data does tell the parsers apart
+    by_pandas = whole(read_csv(path, backend="pandas")).sort_values("k", ignore_index=True)
+    assert by_pandas["x"].tolist() == exact["x"].tolist()
+    by_spark = whole(read_csv(path, backend="spark")).sort_values("k", ignore_index=True)
+    assert by_spark["x"].tolist() == exact["x"].tolist()
+    with_usecols = whole(read_csv(path, backend="pandas", usecols=["k", "x"])).sort_values("k", ignore_index=True)
+    assert with_usecols["x"].tolist() == default["x"].tolist()
 
 
 def test_pandas_backend_reads_each_small_file_group_as_one_shard_in_file_order(tmp_path, restore_backend):
