@@ -246,7 +246,7 @@ def test_default_read_gives_correctly_rounded_floats_as_spark_and_the_c_parser_w
     """pyarrow's floats are correctly rounded (pandas' float_precision="round_trip", and Spark's);
     with a keyword that needs pandas' C parser, pandas' default parse. Random doubles written with
     17 significant digits tell the two apart."""
-    values = np.random.default_rng(3).normal(size=2000) * 10.0 ** np.random.default_rng(4).integers(-20, 20, 2000)
+    values = np.random.default_rng(3).normal(size=2000) * 10.0 ** np.random.default_rng(4).integers(-15, 15, 2000)
     path = write(tmp_path / "floats.csv", "k,x\n" + "".join(f"{i},{v:.17g}\n" for i, v in enumerate(values)))
     exact = pd.read_csv(path, float_precision="round_trip")
     default = pd.read_csv(path)
@@ -257,6 +257,20 @@ def test_default_read_gives_correctly_rounded_floats_as_spark_and_the_c_parser_w
     assert by_spark["x"].tolist() == exact["x"].tolist()
     with_usecols = whole(read_csv(path, backend="pandas", usecols=["k", "x"])).sort_values("k", ignore_index=True)
     assert with_usecols["x"].tolist() == default["x"].tolist()
+
+
+@pytest.mark.parametrize("text", [
+    "a,a,b\n1,2,x\n3,4,y\n",                        # repeated names: pandas renames them a, a.1
+    "a,b\n9223372036854775808,1\n2,3\n",              # beyond int64: pandas keeps uint64, pyarrow would round
+    "a,b,c\n 1, x ,inf\n2,\"\",-inf\n3,,nan\n",        # spaces, quoted empty, infinities
+    "a,b\r\n1,2\r\n\r\n3,4\r\n",                       # CRLF and a blank line
+    "d,t\n2024-01-02,10:11:12\n2024-01-03,00:00:01\n",  # dates and times stay text
+], ids=["repeated_names", "beyond_int64", "spaces_and_infinities", "crlf_blank_line", "dates_and_times"])
+def test_default_pandas_backend_gives_pandas_frame_where_pyarrow_alone_would_not(tmp_path, text):
+    path = write(tmp_path / "edge.csv", text)
+    expected = pd.read_csv(path)
+    got = whole(read_csv(path, backend="pandas"))
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
 def test_pandas_backend_reads_each_small_file_group_as_one_shard_in_file_order(tmp_path, restore_backend):

@@ -174,7 +174,8 @@ def read_csv_file(path: str, **kwargs: Any) -> pd.DataFrame:
     pyarrow's multi-threaded parser reads it (1.75x faster in the workers, benchmarks/RESULTS.md),
     and its frame is kept when it is pandas' frame: pandas' C parser reads the file instead when
     pyarrow cannot parse it (pandas then gives its own answer or error), found dates or times
-    (pandas keeps them as text), or the file has no rows. Missing strings are NaN, as pandas
+    (pandas keeps them as text), repeated header names (pandas renames them), integers beyond
+    int64 (pandas keeps them exact), or the file has no rows. Missing strings are NaN, as pandas
     gives them. Floats are correctly rounded (pandas' C parser can be off by one unit in the last
     place; Spark's reader is correctly rounded too).
 
@@ -192,7 +193,9 @@ def read_csv_file(path: str, **kwargs: Any) -> pd.DataFrame:
             frame = pd.read_csv(path, engine="pyarrow", **kwargs)
         except (ValueError, TypeError, pd.errors.ParserError):   # pyarrow's parse errors are ValueErrors
             frame = None
-        if frame is not None and len(frame) and not _has_temporal_columns(frame):
+        # pandas renames repeated header names ("a", "a.1"); pyarrow keeps them repeated
+        if frame is not None and len(frame) and frame.columns.is_unique and not _has_temporal_columns(frame) \
+                and not _has_huge_numbers(frame):
             return _missing_strings_as_nan(frame)
     return pd.read_csv(path, **kwargs)
 
@@ -201,8 +204,8 @@ def _has_temporal_columns(frame: pd.DataFrame) -> bool:
     """Whether pyarrow typed a column as dates or times, which pandas' C parser leaves as text."""
     import datetime
 
-    for column in frame.columns:
-        values = frame[column]
+    for position in range(frame.shape[1]):
+        values = frame.iloc[:, position]
         if values.dtype.kind in "mM":
             return True
         if values.dtype == object:
@@ -210,6 +213,13 @@ def _has_temporal_columns(frame: pd.DataFrame) -> bool:
             if first is not None and isinstance(values.at[first], (datetime.date, datetime.time)):
                 return True
     return False
+
+
+def _has_huge_numbers(frame: pd.DataFrame) -> bool:
+    """Whether a float column holds a magnitude of 2**63 or more: pyarrow reads an integer beyond
+    int64 as a (rounded) double, where pandas keeps it exact (uint64 or text)."""
+    floats = frame.select_dtypes("floating")
+    return bool(floats.shape[1]) and bool((floats.abs() >= 2.0 ** 63).to_numpy().any())
 
 
 def _missing_strings_as_nan(frame: pd.DataFrame) -> pd.DataFrame:
