@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, O
 import numpy as np
 import pandas as pd
 
-from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError
+from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, raising_transportably
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,7 +34,6 @@ __all__ = [
     "spark_df_to_model_arrays_rdd",
     "dense_vectors_of_arrow",
     "shard_to_model_arrays",
-    "arrow_schema_of_pandas",
     "record_batches_to_pandas",
     "pandas_to_ipc_payloads",
     "ipc_payloads_to_batches",
@@ -159,13 +158,6 @@ def is_spark_df(data: Any) -> bool:
     return type(data).__name__ == "DataFrame" and type(data).__module__.startswith("pyspark.")
 
 
-def arrow_schema_of_pandas(df: pd.DataFrame) -> "pa.Schema":
-    """The Arrow schema a pandas frame converts to (index not included)."""
-    import pyarrow as pa
-
-    return pa.Schema.from_pandas(df, preserve_index=False)
-
-
 #: Spark has no unsigned integer types: each unsigned dtype goes to the signed one that holds it
 _SIGNED_FOR_UNSIGNED = {np.dtype("uint8"): np.dtype("int16"), np.dtype("uint16"): np.dtype("int32"),
                         np.dtype("uint32"): np.dtype("int64"), np.dtype("uint64"): np.dtype("int64")}
@@ -219,18 +211,6 @@ def dict_to_arrow(shard: Any) -> "pa.Table":
             f"got rows {rows}"
         )
     return pa.table({name: ndarray_to_arrow(array) for name, array in arrays.items()})
-
-
-def shard_arrow_schema(shard: Any) -> "pa.Schema":
-    """The Arrow schema of a pandas shard (its index left out) or of a dict shard of arrays."""
-    if isinstance(shard, pd.DataFrame):
-        return arrow_schema_of_pandas(shard)
-    if isinstance(shard, dict):
-        return dict_to_arrow(shard).schema
-    raise InvalidArgumentError(
-        f"to_spark_df needs pandas DataFrame shards or dicts of arrays, but a shard is a {type(shard).__name__}; "
-        "convert the shards with transform_shard first"
-    )
 
 
 def unify_arrow_schemas(indexed_schemas: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":
@@ -324,14 +304,7 @@ def _cast_dict_table(table: "pa.Table", schema: "pa.Schema", partition_index: in
 
 def pandas_to_ipc_payloads(df: Any, schema: "pa.Schema", partition_index: int) -> Iterator[bytes]:
     """Self-contained Arrow IPC streams (schema + one batch each) of a pandas (or dict-of-arrays) shard."""
-    import pyarrow as pa
-
-    table = cast_table(df, schema, partition_index)
-    for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema) as writer:
-            writer.write_batch(batch)
-        yield sink.getvalue().to_pybytes()
+    return table_payloads(cast_table(df, schema, partition_index))
 
 
 def ipc_payloads_to_batches(payload_batches: Iterable["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
@@ -388,8 +361,6 @@ def spark_df_to_arrow_rdd(df: "pyspark.sql.DataFrame") -> "pyspark.RDD":
     from pyspark.rdd import RDD
     from pyspark.serializers import NoOpSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
-
-    from zoo_lite.errors import raising_transportably
 
     session = df.sparkSession
     timezone = session.conf.get("spark.sql.session.timeZone") or "UTC"
@@ -530,8 +501,6 @@ def spark_df_to_model_arrays_rdd(df: "pyspark.sql.DataFrame", columns: Columns, 
     """
     from pyspark.ml.linalg import VectorUDT
 
-    from zoo_lite.errors import raising_transportably
-
     if columns.features is None:
         raise InvalidArgumentError(f"{argument} is a Spark DataFrame: pass feature_cols=[...] naming the model's input columns")
     if need_labels and columns.labels is None:
@@ -619,7 +588,10 @@ def shard_arrow_table(shard: Any) -> "pa.Table":
     if isinstance(shard, dict):
         return dict_to_arrow(shard)
     if not isinstance(shard, pd.DataFrame):
-        shard_arrow_schema(shard)   # raises the error naming the shard's type
+        raise InvalidArgumentError(
+            f"to_spark_df needs pandas DataFrame shards or dicts of arrays, but a shard is a {type(shard).__name__}; "
+            "convert the shards with transform_shard first"
+        )
     try:
         return pa.Table.from_pandas(shard, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
@@ -639,7 +611,8 @@ def _schema_payload(schema: "pa.Schema", rows: int) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _table_payloads(table: "pa.Table") -> Iterator[bytes]:
+def table_payloads(table: "pa.Table") -> Iterator[bytes]:
+    """Self-contained Arrow IPC streams (schema + one batch of at most ``PAYLOAD_ROWS`` rows each) of a table."""
     import pyarrow as pa
 
     for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
@@ -649,15 +622,10 @@ def _table_payloads(table: "pa.Table") -> Iterator[bytes]:
         yield sink.getvalue().to_pybytes()
 
 
+@raising_transportably
 def _own_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple[int, int, bytearray]]:
     """One partition as payload-table rows: its schema record, then its data in its own types
     (shards of one partition unified, so the record speaks for all of them)."""
-    from zoo_lite.errors import raising_transportably
-
-    return raising_transportably(_partition_payload_rows)(partition_index, shards)
-
-
-def _partition_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple[int, int, bytearray]]:
     tables = [shard_arrow_table(shard) for shard in shards]
     if not tables:
         return []
@@ -665,7 +633,7 @@ def _partition_payload_rows(partition_index: int, shards: Iterable[Any]) -> list
     rows = [(partition_index, _SCHEMA_RECORD, bytearray(_schema_payload(schema, sum(t.num_rows for t in tables))))]
     for table in tables:
         table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
-        rows.extend((partition_index, _DATA_RECORD, bytearray(payload)) for payload in _table_payloads(table))
+        rows.extend((partition_index, _DATA_RECORD, bytearray(payload)) for payload in table_payloads(table))
     return rows
 
 
@@ -705,13 +673,9 @@ def ipc_payloads_as(payload_batches: Iterable["pa.RecordBatch"], schema: "pa.Sch
         yield batch if batch.schema.equals(schema) else _cast_arrow_table(batch, schema, None)
 
 
+@raising_transportably
 def _cast_payload_rows(partition_index: int, shards: Iterable[Any], schema: "pa.Schema") -> list[tuple[bytearray]]:
-    from zoo_lite.errors import raising_transportably
-
-    def rows() -> list[tuple[bytearray]]:
-        return [(bytearray(payload),) for shard in shards for payload in pandas_to_ipc_payloads(shard, schema, partition_index)]
-
-    return raising_transportably(rows)()
+    return [(bytearray(payload),) for shard in shards for payload in pandas_to_ipc_payloads(shard, schema, partition_index)]
 
 
 # ---------------------------------------------------------------------------------------------
