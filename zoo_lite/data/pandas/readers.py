@@ -223,6 +223,8 @@ def _has_huge_numbers(frame: pd.DataFrame) -> bool:
 
 
 def _missing_strings_as_nan(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with NaN for missing values in its object columns, as pandas' reader gives them
+    (Spark and pyarrow give None); changed in place."""
     for column in frame.columns[frame.dtypes == object]:
         values = frame[column]
         if values.isna().any():
@@ -261,10 +263,7 @@ def _first_rows(shards: SparkXShards, nrows: int) -> SparkXShards:
 def _pandas_conventions(df: pd.DataFrame, dtype: Any, parse_dates: Sequence[Hashable], index_col: Any) -> pd.DataFrame:
     """Make a frame from Spark look as pandas' reader makes it: NaN for missing strings, the
     requested dtypes and dates, and the index column."""
-    for column in df.columns[df.dtypes == object]:
-        values = df[column]
-        if values.isna().any():
-            df[column] = values.where(values.notna(), np.nan)
+    df = _missing_strings_as_nan(df)
     if dtype is not None:
         missing = df.isna()
         try:
