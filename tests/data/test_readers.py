@@ -20,7 +20,7 @@ import pytest
 
 from zoo_lite import OrcaContext
 from zoo_lite.data.pandas import read_csv, read_json, read_parquet
-from zoo_lite.data.pandas.readers import file_groups, pyarrow_can_read
+from zoo_lite.data.pandas.readers import file_groups, pyarrow_can_read, pyarrow_can_read_json, read_json_file
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
@@ -770,6 +770,71 @@ def test_read_json_layout_pandas_cannot_read_is_a_read_error(json_lines, backend
     # both files are unreadable and read in parallel tasks: the error names whichever failed first
     with pytest.raises(DataReadError, match=r"read_json: reading '[^']*/[ab]\.json' failed: ValueError"):
         read_json(str(json_lines), backend=backend, orient="split").collect()
+
+
+def test_pyarrow_reads_json_only_with_the_keywords_that_give_pandas_frame():
+    """Pure: JSON Lines with no keyword that changes pandas' parse keeps pyarrow's reader."""
+    for fast in ({"lines": True}, {"lines": True, "orient": "records"}, {"lines": True, "precise_float": True}):
+        assert pyarrow_can_read_json(fast), fast
+    for slow in ({}, {"lines": False}, {"orient": "records"}, {"lines": True, "orient": "split"},
+                 {"lines": True, "precise_float": False}, {"lines": True, "dtype": False},
+                 {"lines": True, "convert_dates": False}, {"lines": True, "nrows": 2}, {"lines": True, "chunksize": 2}):
+        assert not pyarrow_can_read_json(slow), slow
+
+
+JSON_EDGE_CASES = {
+    "ints_text_bools": '{"k": 1, "name": "x", "ok": true}\n{"k": 2, "name": "y", "ok": false}\n',
+    "floats_and_a_null": '{"k": 1.5, "s": "a"}\n{"k": null, "s": "b"}\n',
+    "whole_floats": '{"k": 1.0}\n{"k": 2}\n',                        # pandas makes them integers
+    "int_with_null": '{"k": 1, "s": "a"}\n{"k": null, "s": "b"}\n',     # pandas: float NaN
+    "missing_key_later": '{"k": 1, "s": "a"}\n{"s": "b"}\n',
+    "missing_key_first": '{"s": "a"}\n{"k": 1, "s": "b"}\n',          # pandas orders columns by first sight
+    "keys_in_other_order": '{"a": 1, "b": 2}\n{"b": 3, "a": 4}\n',
+    "null_text": '{"k": 1, "s": null}\n{"k": 2, "s": "b"}\n',
+    "null_bool": '{"k": true}\n{"k": null}\n',
+    "numeric_text": '{"k": 1, "s": "12"}\n{"k": 2, "s": "1e5"}\n',     # pandas converts it to numbers
+    "date_like_name": '{"created_at": 1, "k": 2}\n',
+    "date_text": '{"t": "2020-01-01T00:00:00", "k": 1}\n',
+    "numeric_names": '{"1": 1, "2": 2}\n',
+    "nested": '{"k": {"a": 1}, "s": "x"}\n{"k": [1, 2], "s": "y"}\n',
+    "beyond_int64": '{"k": 18446744073709551615}\n',
+    "blank_and_crlf_lines": '{"k": 1}\r\n\r\n  {"k": 2}  \n',
+    "no_final_newline": '{"k": 1}\n{"k": 2}',
+    "unicode_and_empty_text": '{"k": 1, "s": "\u00e9"}\n{"k": 2, "s": ""}\n',
+    "two_objects_on_a_line": '{"k": 1} {"k": 2}\n',                    # pandas refuses it
+    "object_over_two_lines": '{"k":\n 1}\n',                           # pandas refuses it
+    "no_rows": "",
+}
+
+
+@pytest.mark.parametrize("text", list(JSON_EDGE_CASES.values()), ids=list(JSON_EDGE_CASES))
+def test_json_lines_file_is_pandas_frame_or_pandas_error(tmp_path, text):
+    """Pure: every JSON Lines layout gives pandas' frame (floats as with precise_float=True), or
+    pandas' own error, whichever parser reads it."""
+    path = write(tmp_path / "edge.json", text)
+    try:
+        expected = pd.read_json(path, lines=True, precise_float=True)
+    except ValueError as error:
+        with pytest.raises(type(error)):
+            read_json_file(path, lines=True)
+        return
+    pd.testing.assert_frame_equal(read_json_file(path, lines=True), expected, check_exact=True)
+
+
+def test_default_json_read_gives_correctly_rounded_floats_as_spark_and_pandas_default_with_other_keywords(tmp_path):
+    """pyarrow's JSON floats are correctly rounded, as Spark's and pandas' precise_float=True; with
+    a keyword only pandas takes, pandas' default parse. Random 17-digit doubles tell them apart."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=2000) * 10.0 ** rng.integers(-15, 15, 2000)
+    path = write(tmp_path / "floats.json", "".join(f'{{"k": {i}, "x": {v:.17g}}}\n' for i, v in enumerate(values)))
+    exact = pd.read_json(path, lines=True, precise_float=True)
+    default = pd.read_json(path, lines=True)
+    assert (exact["x"] != default["x"]).any()   # the data does tell the parsers apart
+    for backend in BACKENDS:
+        got = whole(read_json(path, backend=backend, lines=True)).sort_values("k", ignore_index=True)
+        assert got["x"].tolist() == exact["x"].tolist(), backend
+    with_dtype = whole(read_json(path, backend="pandas", lines=True, dtype={"k": "int64"}))
+    assert with_dtype["x"].tolist() == default["x"].tolist()
 
 
 @pytest.mark.parametrize("orient", ["columns", "split"])

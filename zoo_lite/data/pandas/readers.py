@@ -20,6 +20,7 @@ import functools
 import io
 import json
 import re
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -230,6 +231,164 @@ def _missing_strings_as_nan(frame: pd.DataFrame) -> pd.DataFrame:
         if values.isna().any():
             frame[column] = values.where(values.notna(), np.nan)
     return frame
+
+
+#: pandas ``read_json`` keywords with which pyarrow's JSON reader can give pandas' frame (after the
+#: checks in :func:`read_json_file`): pyarrow reads JSON Lines only, its floats are correctly rounded
+#: (pandas' ``precise_float=True``), and any other keyword changes pandas' parse or conversions
+PYARROW_JSON_KWARGS = frozenset({"lines", "orient", "precise_float"})
+# endings pandas decompresses by (compression="infer"); pyarrow would take the bytes as they are
+_COMPRESSED_ENDINGS = (".gz", ".bz2", ".zip", ".xz", ".zst", ".tar")
+
+
+def pyarrow_can_read_json(kwargs: Mapping[str, Any]) -> bool:
+    """Whether pyarrow's JSON reader can read with these pandas ``read_json`` keywords: only
+    ``lines=True``, with ``orient`` absent or "records" (the one layout of JSON Lines), and
+    ``precise_float`` absent or True.
+
+    Examples
+    --------
+    >>> pyarrow_can_read_json({"lines": True}), pyarrow_can_read_json({"lines": True, "orient": "records"})
+    (True, True)
+    >>> pyarrow_can_read_json({}), pyarrow_can_read_json({"lines": True, "dtype": False})
+    (False, False)
+    """
+    return (set(kwargs) <= PYARROW_JSON_KWARGS and kwargs.get("lines") is True and kwargs.get("orient") in (None, "records")
+            and kwargs.get("precise_float", True) is True)
+
+
+def read_json_file(path: str, **kwargs: Any) -> pd.DataFrame:
+    """One JSON file as ``pandas.read_json(path, **kwargs)`` reads it. A local, uncompressed JSON
+    Lines file read with :func:`pyarrow_can_read_json` keywords, whose records are flat objects of
+    numbers, booleans and text, is parsed by pyarrow (faster, see ``docs/api.md``) when that gives
+    pandas' frame; pandas reads it instead when a column holds nulls in text or booleans, nested
+    values, numbers as text, floats that are all whole numbers (pandas makes them integers), or has
+    a date-like name; when the column names would become numbers or dates; when the first record
+    lacks a column; or when a line is not exactly one object or pyarrow fails (so errors are
+    pandas' own). Floats are correctly rounded, as with pandas' ``precise_float=True`` and Spark's
+    reader (pandas' default parser can be one unit off in the last place).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.json"
+    >>> _ = path.write_text('{"k": 1, "name": "x", "ok": true}\\n{"k": 2, "name": "y", "ok": false}\\n')
+    >>> read_json_file(str(path), lines=True).equals(pd.read_json(path, lines=True))
+    True
+    >>> _ = path.write_text('{"code": "01"}\\n{"code": "02"}\\n')  # pandas turns numeric text into numbers
+    >>> read_json_file(str(path), lines=True)["code"].tolist()
+    [1, 2]
+    """
+    if pyarrow_can_read_json(kwargs) and "://" not in path and not path.lower().endswith(_COMPRESSED_ENDINGS):
+        frame = _json_lines_by_pyarrow(path)
+        if frame is not None:
+            return frame
+    return pd.read_json(path, **kwargs)
+
+
+def _json_lines_by_pyarrow(path: str) -> Optional[pd.DataFrame]:
+    """The JSON Lines file at ``path`` parsed by pyarrow, if that is pandas' frame; else None."""
+    import pyarrow as pa
+    from pyarrow import json as pa_json
+
+    if pd.get_option("future.infer_string"):  # pandas would give its str dtype, pyarrow object
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        first = _first_json_record(data)
+        # cheap checks on the first record first, so a file pandas must read costs little extra
+        if not first or not all(isinstance(value, (int, float, str)) for value in first.values()) \
+                or _pandas_converts_json_columns(list(first)):
+            return None
+        table = pa_json.read_json(pa.BufferReader(data))
+    except (OSError, ValueError, pa.ArrowException):  # pandas reads it, and gives its own answer or error
+        return None
+    # pandas orders columns by first appearance: the first record must hold them all, in pyarrow's order
+    if table.column_names != list(first) or not _arrow_json_types_as_pandas(table) \
+            or _json_record_lines(data) != table.num_rows:
+        return None
+    frame = table.to_pandas()
+    return None if _has_numeric_text(frame) else frame
+
+
+def _first_json_record(data: bytes) -> Optional[dict]:
+    """The object on the first non-blank line of ``data``, or None if that line is not one."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end].strip()
+        if line:
+            try:
+                record = json.loads(line.decode("utf-8"))  # str, not bytes: json.loads would skip a BOM pandas refuses
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+        start = end + 1
+    return None
+
+
+def _pandas_converts_json_columns(names: list[str]) -> bool:
+    """Whether pandas' ``read_json`` converts by name: column names that all parse as numbers or
+    dates become them (``convert_axes``), and a date-like column is parsed as dates
+    (``keep_default_dates``)."""
+    if any(_DATE_LIKE.search(name) for name in names):
+        return True
+    labels = pd.Series(names, dtype=object)
+    conversions = [lambda: labels.astype("float64")]
+    conversions += [functools.partial(pd.to_datetime, labels, errors="raise", unit=unit) for unit in ("s", "ms", "us", "ns")]
+    for conversion in conversions:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                conversion()
+        except (ValueError, TypeError, OverflowError):
+            continue
+        return True
+    return False
+
+
+def _arrow_json_types_as_pandas(table: Any) -> bool:
+    """Whether each column of pyarrow's ``table`` converts to pandas' dtype and values: integers
+    (with nulls they become float NaN, as in pandas), floats unless all are whole numbers without
+    nulls (pandas makes those integers), and booleans and text without nulls (pandas turns
+    booleans with nulls into floats, and gives None for a null but NaN for a missing key). Not
+    timestamps (pandas keeps text), nested values (pandas keeps dicts and lists) or all-null columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for column, kind in zip(table.columns, table.schema.types):
+        if kind == pa.float64():
+            whole_numbers = column.null_count == 0 and pc.all(pc.equal(pc.floor(column), column)).as_py()
+            if whole_numbers:
+                return False
+        elif not (kind == pa.int64() or (kind in (pa.bool_(), pa.string()) and column.null_count == 0)):
+            return False
+    return True
+
+
+def _json_record_lines(data: bytes) -> Optional[int]:
+    """The number of non-blank lines of ``data`` (as pandas splits them) if each starts with "{"
+    and ends with "}", else None. pyarrow also reads objects split over lines, or several on one
+    line, where pandas fails; in a file pyarrow parsed, a line break between "}" and "{" can only
+    fall between records, so these lines are its records when they are as many."""
+    body = data[:-1] if data.endswith(b"\n") else data
+    if body[:1] == b"{" and body[-1:] == b"}" and body.count(b"\n") == body.count(b"}\n{"):
+        return body.count(b"\n") + 1  # the usual layout, counted without splitting
+    lines = [line for line in (line.strip() for line in data.split(b"\n")) if line]
+    return len(lines) if all(line[:1] == b"{" and line[-1:] == b"}" for line in lines) else None
+
+
+def _has_numeric_text(frame: pd.DataFrame) -> bool:
+    """Whether a text column parses as numbers, as pandas' ``read_json`` then converts it."""
+    for name in frame.columns[frame.dtypes == object]:
+        try:
+            frame[name].astype("float64")
+        except (ValueError, TypeError):
+            continue
+        return True
+    return False
 
 
 def _read_text_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
@@ -832,9 +991,9 @@ def _orca_json_extras(frame: pd.DataFrame, names: Any, usecols: Any, index_col: 
 
 
 def _read_json_pandas(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
-    """pandas' read_json on each file, with Orca's extras applied to each frame."""
+    """pandas' read_json on each file (:func:`read_json_file`), with Orca's extras applied to each frame."""
     extras = {name: kwargs.pop(name, None) for name in _ORCA_JSON_KWARGS}
-    shards = _read_text_with_pandas(files, pd.read_json, kwargs, "read_json")
+    shards = _read_text_with_pandas(files, read_json_file, kwargs, "read_json")
     if all(value is None for value in extras.values()):
         return shards
     post = functools.partial(_orca_json_extras, names=extras["names"], usecols=extras["usecols"],
