@@ -33,7 +33,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["zoo_lite", "zoo_lite.*"]),
-    package_data={"zoo_lite": ["conf/*.properties"]},
+    package_data={"zoo_lite": ["conf/*.properties", "data/jvm/*.jar", "data/jvm/*.java"]},
     install_requires=CORE,
     extras_require=EXTRAS,
     license="Apache-2.0",

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, raising_transportably
+from zoo_lite.data.jvm import arrow_frames
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -525,7 +526,7 @@ def spark_df_to_model_arrays_rdd(df: "pyspark.sql.DataFrame", columns: Columns, 
 
 
 def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession",
-                           schema: Optional["pa.Schema"] = None) -> "pyspark.sql.DataFrame":
+                           schema: Optional["pa.Schema"] = None, decoder: Optional[str] = None) -> "pyspark.sql.DataFrame":
     """A Spark DataFrame from an RDD of pandas frames (or dicts of arrays), converted on the executors.
 
     Each shard becomes Arrow IPC payloads in a binary column (one row per 64k data rows), and a
@@ -535,14 +536,26 @@ def pandas_rdd_to_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSessio
     records in that cache (a filter in the JVM, no second pass over the shards), and decoding
     casts only the batches whose types differ. The cache is on the executors' local disk, and is
     released when the returned DataFrame object is garbage-collected (or the context stops).
+
+    Without ``schema``, the cached batches are decoded by Spark itself through zoo_lite's JVM
+    helper (:mod:`zoo_lite.data.jvm`) where it loads, with no Python process at action time;
+    ``decoder`` chooses: None (the helper where it loads, else Python), "jvm" or "python".
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    if decoder not in (None, "jvm", "python"):
+        raise InvalidArgumentError(f"decoder={decoder!r}: choose None, 'jvm' or 'python'")
     if schema is None:
-        return _one_pass_spark_df(rdd, session)
-    payloads = session.createDataFrame(rdd.mapPartitionsWithIndex(functools.partial(_cast_payload_rows, schema=schema)),
+        helper = None if decoder == "python" else arrow_frames(session.sparkContext)
+        if helper is None and decoder == "jvm":
+            raise InvalidArgumentError(f"decoder='jvm': zoo_lite's JVM helper does not load on this Spark ({session.version}); "
+                                       "use decoder=None to fall back to Python")
+        return _one_pass_spark_df(rdd, session) if helper is None else _jvm_decoded_spark_df(rdd, session, helper)
+    spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
+    wire = spark_arrow_schema(spark_schema)  # e.g. pandas' nanoseconds as Spark's microseconds
+    payloads = session.createDataFrame(rdd.mapPartitionsWithIndex(functools.partial(_cast_payload_rows, schema=wire)),
                                        "payload binary")
-    return payloads.mapInArrow(ipc_payloads_to_batches, from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    return payloads.mapInArrow(ipc_payloads_to_batches, spark_schema)
 
 
 #: the cached payload table of a one-pass to_spark_df: one schema record per partition, then its data
@@ -564,14 +577,125 @@ def _one_pass_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession") 
     table = table.persist(StorageLevel.DISK_ONLY)
     try:
         records = run_job(session.sparkContext, table.where(f"kind = {_SCHEMA_RECORD}").select("part", "payload").collect)
-        target = _target_schema([(int(row["part"]), bytes(row["payload"])) for row in records])
+        target = _target_schema([(int(row["part"]), _ipc_schema(bytes(row["payload"]))) for row in records])
     except BaseException:
         table.unpersist()
         raise
     data = table.where(f"kind = {_DATA_RECORD}").select("payload")
-    frame = data.mapInArrow(functools.partial(ipc_payloads_as, schema=target), from_arrow_schema(target, prefer_timestamp_ntz=False))
+    spark_schema = from_arrow_schema(target, prefer_timestamp_ntz=False)
+    frame = data.mapInArrow(functools.partial(ipc_payloads_as, schema=spark_arrow_schema(spark_schema)), spark_schema)
     weakref.finalize(frame, _unpersist_quietly, table)
     return frame
+
+
+# the JVM-decoded form: each record is a tag byte and an Arrow IPC message (ArrowFrames.java)
+_SCHEMA_TAG, _BATCH_TAG = 0, 1
+_PART_KEY = b"zoo_lite.part"
+
+
+def _jvm_decoded_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession", helper: Any) -> "pyspark.sql.DataFrame":
+    """One pass, decoded by Spark: the shards become Arrow record batches once, cached on the
+    executors' disk with a schema record per partition; the driver unifies the schemas, and the
+    JVM helper turns the batches into rows with no Python process at action time. A partition
+    whose types are not the unified schema's in Spark's Arrow layout is cast by a Python pass over
+    the cache (e.g. int where another partition has float, or pandas' nanosecond timestamps)."""
+    import weakref
+
+    from pyspark import StorageLevel
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from zoo_lite.data.spark_jobs import run_job
+
+    sc = session.sparkContext
+    records = _raw_bytes_rdd(rdd.mapPartitionsWithIndex(_tagged_arrow_records))
+    cached = records._jrdd.persist(sc._getJavaStorageLevel(StorageLevel.DISK_ONLY))
+    try:
+        bodies = run_job(sc, lambda: helper.collectTagged(cached, _SCHEMA_TAG))
+        schema_records = [(int(schema.metadata[_PART_KEY]), schema) for schema in (_ipc_schema(bytes(body)) for body in bodies)]
+        target = _target_schema([(part, schema) for part, schema in schema_records])
+        spark_schema = from_arrow_schema(target, prefer_timestamp_ntz=False)
+        wire = spark_arrow_schema(spark_schema)
+        batches = cached
+        if any(not schema.equals(wire) for _, schema in schema_records):  # metadata is not compared
+            cast = functools.partial(_cast_tagged_records, schema=wire)
+            batches = _raw_bytes_rdd(_bytes_rdd_of(cached, sc).mapPartitionsWithIndex(cast))._jrdd
+        frame = DataFrame(helper.toDataFrame(batches, _BATCH_TAG, spark_schema.json(), session._jsparkSession), session)
+    except BaseException:
+        cached.unpersist()
+        raise
+    weakref.finalize(frame, _unpersist_quietly, cached)
+    return frame
+
+
+def spark_arrow_schema(spark_schema: "pyspark.sql.types.StructType") -> "pa.Schema":
+    """The Arrow schema Spark reads a DataFrame of ``spark_schema`` in: its exact types and field
+    names (microsecond UTC timestamps, ``element`` list items), as the JVM decodes by layout.
+
+    Examples
+    --------
+    >>> from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+    >>> spark_arrow_schema(StructType([StructField("a", ArrayType(LongType()))])).field("a").type
+    ListType(list<element: int64>)
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema, timezone="UTC", prefers_large_types=False)
+
+
+def _raw_bytes_rdd(rdd: "pyspark.RDD") -> "pyspark.RDD":
+    """``rdd``, whose elements are bytes, handed to the JVM as they are: one byte[] each, unpickled."""
+    rdd._bypass_serializer = True  # pyspark's own switch (saveAsTextFile uses it)
+    return rdd
+
+
+def _bytes_rdd_of(jrdd: Any, sc: "pyspark.SparkContext") -> "pyspark.RDD":
+    """A Python view of a JVM RDD of byte[]: each element arrives as bytes."""
+    from pyspark import RDD
+    from pyspark.serializers import NoOpSerializer
+
+    return RDD(jrdd, sc, NoOpSerializer())
+
+
+def _ipc_schema(body: bytes) -> "pa.Schema":
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(body).schema
+
+
+@raising_transportably
+def _tagged_arrow_records(partition_index: int, shards: Iterable[Any]) -> Iterator[bytes]:
+    """One partition as tagged records: its schema record (its own types, shards of the partition
+    unified, with its index and row count), then one record batch of at most ``PAYLOAD_ROWS`` rows
+    per record."""
+    tables = [shard_arrow_table(shard) for shard in shards]
+    if not tables:
+        return
+    schema = tables[0].schema if len(tables) == 1 else unify_arrow_schemas([(partition_index, t.schema) for t in tables])
+    rows = sum(t.num_rows for t in tables)
+    yield bytes([_SCHEMA_TAG]) + _schema_payload(schema, rows, partition_index)
+    for table in tables:
+        table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
+        for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
+            yield bytes([_BATCH_TAG]) + batch.serialize().to_pybytes()
+
+
+@raising_transportably
+def _cast_tagged_records(partition_index: int, records: Iterable[bytes], schema: "pa.Schema") -> Iterator[bytes]:
+    """A partition's cached records with its batches cast to ``schema`` (the schema record first
+    tells the batches' own types); batches already of ``schema`` pass as they are."""
+    import pyarrow as pa
+
+    own: Optional["pa.Schema"] = None
+    for record in records:
+        if record[0] == _SCHEMA_TAG:
+            own = _ipc_schema(record[1:])
+            yield record
+        elif own is not None and own.equals(schema):
+            yield record
+        else:
+            batch = pa.ipc.read_record_batch(pa.py_buffer(record)[1:], own)
+            yield bytes([_BATCH_TAG]) + _cast_arrow_table(batch, schema, partition_index).serialize().to_pybytes()
 
 
 def _unpersist_quietly(table: "pyspark.sql.DataFrame") -> None:
@@ -601,12 +725,16 @@ def shard_arrow_table(shard: Any) -> "pa.Table":
         ) from error
 
 
-def _schema_payload(schema: "pa.Schema", rows: int) -> bytes:
-    """An IPC stream with only ``schema`` (carrying the partition's row count), no batch."""
+def _schema_payload(schema: "pa.Schema", rows: int, partition_index: Optional[int] = None) -> bytes:
+    """An IPC stream with only ``schema`` (carrying the partition's row count, and its index when
+    given), no batch."""
     import pyarrow as pa
 
+    metadata = {_ROWS_KEY: str(rows).encode()}
+    if partition_index is not None:
+        metadata[_PART_KEY] = str(partition_index).encode()
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema.with_metadata({_ROWS_KEY: str(rows).encode()})):
+    with pa.ipc.new_stream(sink, schema.with_metadata(metadata)):
         pass
     return sink.getvalue().to_pybytes()
 
@@ -637,16 +765,14 @@ def _own_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple
     return rows
 
 
-def _target_schema(records: Sequence[tuple[int, bytes]]) -> "pa.Schema":
-    """The DataFrame's schema from the partitions' schema records: the non-empty partitions'
-    schemas unified (an empty partition's types are unknown, e.g. null for a string column)."""
-    import pyarrow as pa
-
+def _target_schema(records: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":
+    """The DataFrame's schema from the partitions' schema records (each partition's schema, with
+    its row count in the metadata): the non-empty partitions' schemas unified (an empty
+    partition's types are unknown, e.g. null for a string column)."""
     if not records:
         raise InvalidArgumentError("to_spark_df() on an XShards with no shards: pass schema= to build an empty DataFrame")
     schemas = []
-    for part, payload in sorted(records):
-        schema = pa.ipc.open_stream(payload).schema
+    for part, schema in sorted(records, key=lambda record: record[0]):
         schemas.append((part, int(schema.metadata[_ROWS_KEY]) > 0, schema.remove_metadata()))
     non_empty = [(part, schema) for part, filled, schema in schemas if filled]
     return unify_arrow_schemas(non_empty or [(part, schema) for part, _, schema in schemas[:1]]).remove_metadata()
