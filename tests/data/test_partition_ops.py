@@ -204,6 +204,20 @@ def test_hash_pieces_lose_nothing_and_put_each_key_in_exactly_one_piece(frame):
         assert (expected_targets[piece.index.to_numpy()] == target).all()
 
 
+@pytest.mark.parametrize("num_partitions", [1, 255, 256, 257, 70_000])
+def test_hash_pieces_keep_row_order_and_targets_at_every_target_width(num_partitions):
+    """Targets are sorted as 8-, 16- or 32-bit integers by partition count: each row still goes to
+    its key's target, once, and rows keep their order inside a piece."""
+    frame = pd.DataFrame({"k": np.arange(5000) % 997, "v": np.arange(5000)})
+    pieces = ops.hash_pieces(frame, ["k"], num_partitions)
+    assert [target for target, _ in pieces] == list(range(num_partitions))
+    assert sum(len(piece) for _, piece in pieces) == len(frame)
+    expected_targets = ops.key_hash(frame, ["k"]) % np.uint64(num_partitions)
+    for target, piece in pieces:
+        assert (expected_targets[piece["v"].to_numpy()] == target).all()
+        assert piece["v"].is_monotonic_increasing
+
+
 def test_hash_pieces_of_an_empty_frame_gives_empty_pieces_with_the_columns(frame):
     pieces = ops.hash_pieces(frame.iloc[:0], ["k", "city"], 3)
     assert len(pieces) == 3

@@ -272,11 +272,16 @@ def hash_pieces(df: pd.DataFrame, columns: Sequence[Hashable], num_partitions: i
     if len(columns) == 0:
         raise InvalidArgumentError(f"{argument}=[]: name at least one key column to partition by")
     check_columns(df, columns, argument)
-    targets = (key_hash(df, columns) % np.uint64(num_partitions)).astype(np.int64)
-    order = np.argsort(targets, kind="stable")
+    targets = (key_hash(df, columns) % np.uint64(num_partitions)).astype(_smallest_uint(num_partitions))
+    order = np.argsort(targets, kind="stable")  # a radix sort for 8- and 16-bit keys: 10x faster than for int64
     bounds = np.concatenate([[0], np.cumsum(np.bincount(targets, minlength=num_partitions))])
     ordered = df.take(order)
     return [(target, ordered.iloc[bounds[target]:bounds[target + 1]]) for target in range(num_partitions)]
+
+
+def _smallest_uint(num_values: int) -> type:
+    """The narrowest unsigned integer type that holds ``0 .. num_values - 1``."""
+    return next(kind for kind in (np.uint8, np.uint16, np.uint32, np.uint64) if num_values - 1 <= np.iinfo(kind).max)
 
 
 def unique_values(shard: Shard) -> np.ndarray:

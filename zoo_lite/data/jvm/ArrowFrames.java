@@ -22,7 +22,6 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.types.DataType;
@@ -59,11 +58,10 @@ public final class ArrowFrames {
     return session.internalCreateDataFrame(rows.rdd(), schema, false);
   }
 
+  // rows are views into the current Arrow batch; Spark's scan of the RDD copies each into an UnsafeRow
   private static Iterator<InternalRow> decode(Iterator<byte[]> partition, byte tag, StructType schema, String timeZone) {
-    UnsafeProjection toUnsafe = UnsafeProjection.create(schema);
-    scala.collection.Iterator<InternalRow> rows = ArrowConverters$.MODULE$.fromBatchIterator(
-        CollectionConverters.asScala(new TaggedBodies(partition, tag)), schema, timeZone, false, false, TaskContext.get());
-    return CollectionConverters.asJava(rows.map(row -> (InternalRow) toUnsafe.apply(row)));
+    return CollectionConverters.asJava(ArrowConverters$.MODULE$.fromBatchIterator(
+        CollectionConverters.asScala(new TaggedBodies(partition, tag)), schema, timeZone, false, false, TaskContext.get()));
   }
 
   /** The bodies of the records tagged {@code tag}, in order, skipping the others. */
