@@ -624,7 +624,7 @@ def _jvm_decoded_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession
     except BaseException:
         cached.unpersist()
         raise
-    weakref.finalize(frame, _unpersist_quietly, cached)
+    weakref.finalize(frame, _unpersist_quietly, cached, True)
     return frame
 
 
@@ -698,9 +698,12 @@ def _cast_tagged_records(partition_index: int, records: Iterable[bytes], schema:
             yield bytes([_BATCH_TAG]) + _cast_arrow_table(batch, schema, partition_index).serialize().to_pybytes()
 
 
-def _unpersist_quietly(table: "pyspark.sql.DataFrame") -> None:
+def _unpersist_quietly(cached: Any, blocking: bool = False) -> None:
+    """Release a cached DataFrame, or JVM RDD (``blocking``: done when this returns, so that Spark's
+    own cleaner of unreachable RDDs, which may run right after, finds nothing left to remove
+    instead of racing for the same blocks and warning about each)."""
     try:
-        table.unpersist()
+        cached.unpersist(blocking) if blocking else cached.unpersist()
     except Exception:  # noqa: BLE001 - the context may be gone already, and its cache with it
         pass
 
