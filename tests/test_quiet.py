@@ -16,17 +16,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "QUIET-PROGRAM-DONE"
 
-# one program for every case: read a glob of files (FileStreamSink warns about globs), import
-# TensorFlow in a Spark Python worker and in the driver ("both"), in the driver only, or not at all
-# ("none"), then print a marker
+# one program for every case: read a glob of files (FileStreamSink warns about globs), build a
+# DataFrame with to_spark_df (its JVM helper is loaded into the running JVM, under spark-submit
+# too), import TensorFlow in a Spark Python worker and in the driver ("both"), in the driver only,
+# or not at all ("none"), then print a marker
 PROGRAM = f'''
 import sys
+import pandas as pd
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import XShards
+from zoo_lite.data.jvm import arrow_frames
 
 cluster_mode, level, folder, tensorflow_in = sys.argv[1:5]
 init_orca_context(cluster_mode=cluster_mode, cores=2, spark_log_level=level)
 spark = OrcaContext.get_spark_session()
 print("files read:", spark.read.format("binaryFile").load(folder + "/*.bin").count())
+print("to_spark_df rows:", XShards.partition(pd.DataFrame({{"a": range(10)}}), 2).to_spark_df().count(),
+      "with the JVM helper:", arrow_frames(spark.sparkContext) is not None)
 if tensorflow_in == "both":
     print("worker tf:", spark.sparkContext.parallelize([1], 1)
           .map(lambda _: __import__("tensorflow").constant(1).numpy().item()).collect())
@@ -61,6 +67,7 @@ def run_program(tmp_path: Path, launcher: list[str], cluster_mode: str, level: s
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-5000:]
     assert MARKER in done.stdout and "files read: 2" in done.stdout, output[-5000:]
+    assert "to_spark_df rows: 10 with the JVM helper: True" in done.stdout, output[-5000:]
     return output
 
 
