@@ -38,6 +38,7 @@ __all__ = [
     "record_batches_to_pandas",
     "pandas_to_ipc_payloads",
     "ipc_payloads_to_batches",
+    "spark_arrow_schema",
     "cast_table",
     "pandas_to_feature_label",
     "spark_df_to_pandas_rdd",
@@ -673,11 +674,16 @@ def _tagged_arrow_records(partition_index: int, shards: Iterable[Any]) -> Iterat
         return
     schema = tables[0].schema if len(tables) == 1 else unify_arrow_schemas([(partition_index, t.schema) for t in tables])
     rows = sum(t.num_rows for t in tables)
-    yield bytes([_SCHEMA_TAG]) + _schema_payload(schema, rows, partition_index)
+    yield _tagged(_SCHEMA_TAG, _schema_payload(schema, rows, partition_index))
     for table in tables:
         table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
         for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
-            yield bytes([_BATCH_TAG]) + batch.serialize().to_pybytes()
+            yield _tagged(_BATCH_TAG, batch.serialize())
+
+
+def _tagged(tag: int, message: Any) -> bytes:
+    """A record: the tag byte, then the IPC message (bytes or an Arrow buffer), copied once."""
+    return b"".join((bytes((tag,)), message))
 
 
 @raising_transportably
@@ -695,7 +701,7 @@ def _cast_tagged_records(partition_index: int, records: Iterable[bytes], schema:
             yield record
         else:
             batch = pa.ipc.read_record_batch(pa.py_buffer(record)[1:], own)
-            yield bytes([_BATCH_TAG]) + _cast_arrow_table(batch, schema, partition_index).serialize().to_pybytes()
+            yield _tagged(_BATCH_TAG, _cast_arrow_table(batch, schema, partition_index).serialize())
 
 
 def _unpersist_quietly(cached: Any, blocking: bool = False) -> None:
