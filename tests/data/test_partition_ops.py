@@ -199,9 +199,8 @@ def test_hash_pieces_lose_nothing_and_put_each_key_in_exactly_one_piece(frame):
     for key in frame["k"].unique():
         holders = [t for t, p in pieces if (p["k"].isna() if pd.isna(key) else p["k"] == key).any()]
         assert len(holders) == 1, key
-    expected_targets = ops.key_hash(frame, ["k"]) % np.uint64(4)
-    for target, piece in pieces:
-        assert (expected_targets[piece.index.to_numpy()] == target).all()
+    for target, piece in pieces:   # every row is in its own key's target (pieces carry no row labels)
+        assert (ops.key_hash(piece, ["k"]) % np.uint64(4) == target).all()
 
 
 @pytest.mark.parametrize("num_partitions", [1, 255, 256, 257, 70_000])
@@ -216,6 +215,23 @@ def test_hash_pieces_keep_row_order_and_targets_at_every_target_width(num_partit
     for target, piece in pieces:
         assert (expected_targets[piece["v"].to_numpy()] == target).all()
         assert piece["v"].is_monotonic_increasing
+
+
+def test_hash_pieces_send_no_default_index_and_keep_any_other():
+    """A default integer index is replaced when the pieces are joined, so the pieces carry only
+    RangeIndex slices (pickled as three numbers, not 8 bytes a row); a named or label index
+    travels with its rows."""
+    import pickle
+
+    frame = pd.DataFrame({"k": np.arange(10_000) % 7, "v": np.arange(10_000.0)}, index=np.arange(10_000) * 3)
+    pieces = ops.hash_pieces(frame, ["k"], 3)
+    assert all(isinstance(piece.index, pd.RangeIndex) for _, piece in pieces)
+    assert sum(len(pickle.dumps(p)) for _, p in pieces) < len(pickle.dumps(frame)) - 8 * len(frame) + 4096
+    joined = ops.concat_shards([piece for _, piece in pieces])[0]
+    assert isinstance(joined.index, pd.RangeIndex) and sorted(joined["v"]) == list(frame["v"])
+    labelled = frame.set_axis(pd.Index([f"r{i}" for i in range(len(frame))], name="row"))
+    for _, piece in ops.hash_pieces(labelled, ["k"], 3):
+        assert piece.index.name == "row" and (labelled.loc[piece.index, "v"] == piece["v"]).all()
 
 
 def test_hash_pieces_of_an_empty_frame_gives_empty_pieces_with_the_columns(frame):
