@@ -85,6 +85,16 @@ def test_partitions_of_other_types_are_cast_to_the_unified_schema(sc):
     assert by_jvm["x"].tolist()[:3] == [1.0, 2.0, 0.5] and np.isnan(by_jvm["x"].iloc[3])
 
 
+def test_shards_of_other_types_in_one_partition_are_unified(sc):
+    from zoo_lite.data.shard import SparkXShards
+
+    ints = pd.DataFrame({"x": [1, 2], "s": ["a", "b"]})
+    floats = pd.DataFrame({"x": [0.5, 4.0], "s": ["c", "d"]})
+    by_jvm, by_python = both_decoders(SparkXShards(sc.parallelize([ints, floats], 1)))
+    pd.testing.assert_frame_equal(by_jvm, by_python)
+    assert by_jvm["x"].tolist() == [1.0, 2.0, 0.5, 4.0] and by_jvm["s"].tolist() == list("abcd")
+
+
 def test_dict_shards_with_tensor_cells(sc):
     shards = XShards.partition({"x": np.arange(24, dtype=np.uint8).reshape(6, 2, 2), "y": np.arange(6.0)}, 2)
     by_jvm, by_python = both_decoders(shards)

@@ -614,7 +614,7 @@ def _jvm_decoded_spark_df(rdd: "pyspark.RDD", session: "pyspark.sql.SparkSession
     try:
         bodies = run_job(sc, lambda: helper.collectTagged(cached, _SCHEMA_TAG))
         schema_records = [(int(schema.metadata[_PART_KEY]), schema) for schema in (_ipc_schema(bytes(body)) for body in bodies)]
-        target = _target_schema([(part, schema) for part, schema in schema_records])
+        target = _target_schema(schema_records)
         spark_schema = from_arrow_schema(target, prefer_timestamp_ntz=False)
         wire = spark_arrow_schema(spark_schema)
         batches = cached
@@ -669,14 +669,11 @@ def _tagged_arrow_records(partition_index: int, shards: Iterable[Any]) -> Iterat
     """One partition as tagged records: its schema record (its own types, shards of the partition
     unified, with its index and row count), then one record batch of at most ``PAYLOAD_ROWS`` rows
     per record."""
-    tables = [shard_arrow_table(shard) for shard in shards]
+    tables = _partition_tables(partition_index, shards)
     if not tables:
         return
-    schema = tables[0].schema if len(tables) == 1 else unify_arrow_schemas([(partition_index, t.schema) for t in tables])
-    rows = sum(t.num_rows for t in tables)
-    yield _tagged(_SCHEMA_TAG, _schema_payload(schema, rows, partition_index))
+    yield _tagged(_SCHEMA_TAG, _schema_payload(tables[0].schema, sum(t.num_rows for t in tables), partition_index))
     for table in tables:
-        table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
         for batch in table.to_batches(max_chunksize=PAYLOAD_ROWS):
             yield _tagged(_BATCH_TAG, batch.serialize())
 
@@ -709,7 +706,7 @@ def _unpersist_quietly(cached: Any, blocking: bool = False) -> None:
     own cleaner of unreachable RDDs, which may run right after, finds nothing left to remove
     instead of racing for the same blocks and warning about each)."""
     try:
-        cached.unpersist(blocking) if blocking else cached.unpersist()
+        cached.unpersist(blocking)
     except Exception:  # noqa: BLE001 - the context may be gone already, and its cache with it
         pass
 
@@ -763,15 +760,23 @@ def table_payloads(table: "pa.Table") -> Iterator[bytes]:
 def _own_payload_rows(partition_index: int, shards: Iterable[Any]) -> list[tuple[int, int, bytearray]]:
     """One partition as payload-table rows: its schema record, then its data in its own types
     (shards of one partition unified, so the record speaks for all of them)."""
-    tables = [shard_arrow_table(shard) for shard in shards]
+    tables = _partition_tables(partition_index, shards)
     if not tables:
         return []
-    schema = tables[0].schema if len(tables) == 1 else unify_arrow_schemas([(partition_index, t.schema) for t in tables])
-    rows = [(partition_index, _SCHEMA_RECORD, bytearray(_schema_payload(schema, sum(t.num_rows for t in tables))))]
+    rows = [(partition_index, _SCHEMA_RECORD, bytearray(_schema_payload(tables[0].schema, sum(t.num_rows for t in tables))))]
     for table in tables:
-        table = table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index)
         rows.extend((partition_index, _DATA_RECORD, bytearray(payload)) for payload in table_payloads(table))
     return rows
+
+
+def _partition_tables(partition_index: int, shards: Iterable[Any]) -> list["pa.Table"]:
+    """A partition's shards as Arrow tables of one schema: the shards' own types unified, so that
+    the partition's schema record speaks for all of them."""
+    tables = [shard_arrow_table(shard) for shard in shards]
+    if len(tables) < 2:
+        return tables
+    schema = unify_arrow_schemas([(partition_index, table.schema) for table in tables])
+    return [table if table.schema.equals(schema) else _cast_arrow_table(table, schema, partition_index) for table in tables]
 
 
 def _target_schema(records: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":

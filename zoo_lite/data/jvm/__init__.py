@@ -21,7 +21,7 @@ __all__ = ["JAR_PATH", "SOURCE_PATH", "arrow_frames"]
 JAR_PATH = Path(__file__).with_name("zoo_lite-jvm.jar")
 SOURCE_PATH = Path(__file__).with_name("ArrowFrames.java")
 _LOG = logging.getLogger(__name__)
-# SparkContext JVM object id -> the helper class (or None where it could not be loaded)
+# Spark application id -> the helper class (or None where it could not be loaded)
 _loaded: dict[str, Any] = {}
 
 
