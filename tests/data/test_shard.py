@@ -623,6 +623,19 @@ def test_to_spark_df_when_the_first_shard_has_an_all_missing_string_column(sc):
     pd.testing.assert_frame_equal(got, concat(frames))
 
 
+def test_to_spark_df_of_datetime_columns_chained_as_a_user_writes_it(sc):
+    """pandas' nanosecond timestamps reach Spark as its microseconds, with and without schema=
+    (both failed at the first action with 'Cannot call the method "getLong"' before)."""
+    import pyarrow as pa
+
+    frame = pd.DataFrame({"k": np.arange(40) % 3, "when": pd.date_range("2024-05-01", periods=40, freq="90min")})
+    rows = XShards.partition(frame, 2).partition_by("k", num_partitions=3).to_spark_df().orderBy("when").collect()
+    assert [row.when for row in rows] == [stamp.to_pydatetime() for stamp in frame["when"]]
+    schema = pa.schema([("k", pa.int64()), ("when", pa.timestamp("ns"))])
+    given = XShards.partition(frame, 2).to_spark_df(schema=schema).orderBy("when").collect()
+    assert [row.when for row in given] == [row.when for row in rows]
+
+
 def test_to_spark_df_computes_the_shards_once_and_releases_its_cache_with_the_dataframe(sc, tmp_path):
     """One pass: the shards' function runs once per shard over to_spark_df, count and collect (the
     DataFrame reads the cached Arrow payloads), int and float partitions still unify to double,
