@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
+    SHUFFLE_DEFAULTS,
     SPARK_KWARGS,
     RaySettings,
     SparkSettings,
@@ -106,15 +107,19 @@ def _quiet_tensorflow_in_driver(settings: SparkSettings) -> None:
 
 
 def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSession":
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: let SparkConf load its --conf values
+        SparkContext._ensure_initialized()
     spark_conf = SparkConf()
     for key, value in conf.items():
         spark_conf.set(key, value)
     if master is not None:
         spark_conf.setMaster(master)
     spark_conf.setIfMissing("spark.app.name", "zoo_lite")
+    for key, value in SHUFFLE_DEFAULTS.items():  # after the conf: spark-submit's --conf keeps its say
+        spark_conf.setIfMissing(key, value)
     # pyspark takes the workers' interpreter from PYSPARK_PYTHON when the context starts
     python = conf.get("spark.pyspark.python")
     saved = os.environ.get("PYSPARK_PYTHON")

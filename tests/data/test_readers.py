@@ -233,6 +233,16 @@ def test_pandas_backend_packs_consecutive_files_into_bounded_partitions():
     assert all(len(g) == 1 or sum(sizes[i] for i in g) <= limit for g in groups)
 
 
+def test_pandas_backend_balances_the_bytes_across_the_cores():
+    """Pure: equal files split evenly (the greedy packing gave 12 and 8 of 20 files to 2 cores, so
+    one core idled for a fifth of the read), and the number of groups is a multiple of the cores."""
+    assert [len(g) for g in file_groups([11] * 20, min_groups=2, limit=128)] == [10, 10]
+    assert [len(g) for g in file_groups([28] * 80, min_groups=2, limit=128)] == [4] * 20
+    groups = file_groups([10] * 30, min_groups=4, limit=100)   # 300 bytes: 3 groups needed, 4 made
+    assert [len(g) for g in groups] == [8, 7, 8, 7] or [len(g) for g in groups] == [7, 8, 7, 8]
+    assert [len(g) for g in file_groups([0] * 6, min_groups=2, limit=128)] == [3, 3]   # empty files: by count
+
+
 def test_pyarrow_parses_only_with_the_keywords_that_give_pandas_frame():
     """Pure: which keywords keep pyarrow's parser, and which force pandas' C parser."""
     for fast in ({}, {"sep": ";"}, {"delimiter": "|"}, {"header": 0}, {"header": "infer", "sep": ","}):

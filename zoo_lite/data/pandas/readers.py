@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import io
 import json
+import math
 import re
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Mapping, Optional, Sequence, Union
@@ -98,29 +99,56 @@ PARTITION_BYTES = 128 * 1024 * 1024
 
 
 def file_groups(sizes: Sequence[int], min_groups: int, limit: int = PARTITION_BYTES) -> list[range]:
-    """Consecutive files packed into groups of at most ``limit`` bytes (a larger file alone), and
-    at least ``min_groups`` groups when there are that many files (so every core gets work).
+    """Consecutive files in groups of about equal bytes: as few groups as keep each within
+    ``limit`` (a larger file alone), rounded up to a multiple of ``min_groups`` (the cores), so the
+    last wave of tasks keeps every core busy; at most one group per file.
 
     Examples
     --------
     >>> [list(group) for group in file_groups([60, 60, 60, 200, 10], min_groups=2, limit=128)]
     [[0, 1], [2], [3], [4]]
-    >>> [list(group) for group in file_groups([1, 1, 1, 1], min_groups=2, limit=128)]
-    [[0, 1], [2, 3]]
+    >>> [list(group) for group in file_groups([10] * 6, min_groups=2, limit=128)]  # 30 and 30, not 60 and 0
+    [[0, 1, 2], [3, 4, 5]]
     """
-    groups, start, total = [], 0, 0
-    for index, size in enumerate(sizes):
-        if index > start and total + size > limit:
-            groups.append(range(start, index))
+    if not len(sizes):
+        return []
+    step = max(1, min_groups)
+    wanted = step * math.ceil(math.ceil(max(1, sum(sizes)) / limit) / step)
+    cumulative = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    while True:
+        groups = _even_groups(sizes, min(wanted, len(sizes)))
+        starts, stops = np.array([g.start for g in groups]), np.array([g.stop for g in groups])
+        if np.all((stops - starts == 1) | (cumulative[stops] - cumulative[starts] <= limit)):
+            return groups
+        if wanted >= len(sizes):  # sizes too uneven to balance: cut where the limit is passed
+            return [part for group in groups for part in _within_limit(group, sizes, limit)]
+        # a group passed the limit where files fell unevenly: more groups, a multiple of the cores
+        wanted += step * max(1, wanted // (8 * step))
+
+
+def _within_limit(group: range, sizes: Sequence[int], limit: int) -> list[range]:
+    """``group`` cut greedily where its files would pass ``limit`` bytes (a larger file alone)."""
+    parts, start, total = [], group.start, 0
+    for index in group:
+        if index > start and total + sizes[index] > limit:
+            parts.append(range(start, index))
             start, total = index, 0
-        total += size
-    if len(sizes):
-        groups.append(range(start, len(sizes)))
-    wanted = min(min_groups, len(sizes))
-    if len(groups) < wanted:
-        bounds = np.linspace(0, len(sizes), wanted + 1).astype(int)
-        groups = [range(int(bounds[i]), int(bounds[i + 1])) for i in range(wanted)]
-    return groups
+        total += sizes[index]
+    parts.append(range(start, group.stop))
+    return parts
+
+
+def _even_groups(sizes: Sequence[int], count: int) -> list[range]:
+    """Consecutive files in ``count`` groups of about equal bytes (by file count when all are
+    empty): each file joins the group where its middle byte falls."""
+    total = float(sum(sizes))
+    if total == 0:
+        group_of = np.arange(len(sizes)) * count // len(sizes)
+    else:
+        middles = np.cumsum(sizes, dtype=np.float64) - np.asarray(sizes, dtype=np.float64) / 2
+        group_of = np.minimum((middles * count / total).astype(int), count - 1)
+    bounds = [0, *(np.flatnonzero(np.diff(group_of)) + 1).tolist(), len(sizes)]
+    return [range(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
 
 def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
