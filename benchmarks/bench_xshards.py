@@ -66,6 +66,7 @@ sys.modules.setdefault("bench_xshards", sys.modules[__name__])  # run as a scrip
 
 if TYPE_CHECKING:
     from _xshards_scale import ScaleOptions
+    from pyspark import RDD
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import SparkSession
 
@@ -95,6 +96,7 @@ PYSPARK_PANDAS = "pyspark.pandas"
 ZOO_PARTITION_FULL = "zoo_lite partition_by, all rows"
 ZOO_PARTITION = "zoo_lite partition_by, subset"
 ORCA_PARTITION = "Orca row-by-row partition_by, subset"
+SHUFFLE_FLOOR = "PySpark's shuffle of the same pickled bytes, no pandas work (a floor), all rows"
 FROM_SPARK_DF = "SparkXShards.from_spark_df + len"
 TO_ARROW = "DataFrame.toArrow()"
 
@@ -554,7 +556,33 @@ def subset_files(files: Sequence[str], config: BenchConfig) -> list[str]:
     return list(files[:max(1, min(len(files), round(config.orca_rows / rows_per_file)))])
 
 
-def partition_cases(full: "SparkXShards", subset: "SparkXShards", num_partitions: int) -> dict[str, Callable[[], Measured]]:
+def pickled_partitions(shards: "SparkXShards") -> "RDD":
+    """Each partition of the cached ``shards`` as one blob of its pickled frames, cached: the bytes
+    a partition_by of ``shards`` reads from the cache and moves through the shuffle."""
+    import pickle
+
+    blobs = shards.rdd.mapPartitions(lambda frames: [pickle.dumps(list(frames), protocol=5)]).cache()
+    blobs.count()
+    return blobs
+
+
+def byte_shuffle(blobs: "RDD", num_partitions: int) -> int:
+    """partition_by's data movement with none of its pandas work: every blob is cut into equal
+    contiguous slices, one per target, moved by the same PySpark shuffle, and the bytes counted.
+    No partition_by built on PySpark's shuffle can be faster on this machine."""
+
+    def cut(blob: bytes) -> list[tuple[int, bytes]]:
+        step, view = -(-len(blob) // num_partitions), memoryview(blob)
+        return [(target, bytes(view[target * step:(target + 1) * step])) for target in range(num_partitions)]
+
+    return blobs.flatMap(cut).partitionBy(num_partitions, _same_target).map(lambda pair: len(pair[1])).sum()
+
+
+def _same_target(target: int) -> int:
+    return target
+
+
+def partition_cases(full: "SparkXShards", subset: "SparkXShards", full_blobs: "RDD", num_partitions: int) -> dict[str, Callable[[], Measured]]:
     def zoo(shards: "SparkXShards") -> Callable[[], int]:
         return lambda: len(shards.partition_by(KEY, num_partitions=num_partitions))
 
@@ -562,6 +590,7 @@ def partition_cases(full: "SparkXShards", subset: "SparkXShards", num_partitions
         ZOO_PARTITION_FULL: whole("partition_by", zoo(full)),
         ZOO_PARTITION: whole("partition_by", zoo(subset)),
         ORCA_PARTITION: whole("partition_by", lambda: len(orca_row_by_row_partition_by(subset, KEY, num_partitions))),
+        SHUFFLE_FLOOR: whole("partition_by", lambda: byte_shuffle(full_blobs, num_partitions)),
     }
 
 
@@ -637,17 +666,22 @@ def run_partition_section(config: BenchConfig, files: list[str]) -> tuple[Result
     from zoo_lite.data.pandas import read_csv
 
     tiny = XShards.partition(pd.read_csv(files[0], nrows=5_000), num_shards=config.cores)
-    warm_up(partition_cases(tiny, tiny, config.num_partitions))
+    tiny_blobs = pickled_partitions(tiny)
+    warm_up(partition_cases(tiny, tiny, tiny_blobs, config.num_partitions))
+    tiny_blobs.unpersist()
     full = materialized(read_csv(files, backend="pandas"))
     subset = materialized(read_csv(subset_files(files, config), backend="pandas"))
+    full_blobs = pickled_partitions(full)
     try:
         subset_rows = len(subset)
-        cases = partition_cases(full, subset, config.num_partitions)
+        cases = partition_cases(full, subset, full_blobs, config.num_partitions)
         expected = {name: PipelineResult(0, config.rows if name == ZOO_PARTITION_FULL else subset_rows) for name in cases}
+        expected[SHUFFLE_FLOOR] = PipelineResult(0, full_blobs.map(len).sum())
         results = run_round_robin(cases, config.repeat, expected)
     finally:
         full.uncache()
         subset.uncache()
+        full_blobs.unpersist()
     return results, subset_rows
 
 
@@ -726,7 +760,7 @@ def steps_table(steps: Results) -> list[str]:
 def partition_table(partition: Results, subset_rows: int, full_rows: int) -> list[str]:
     lines = ["| implementation | input rows | s: best (median) | rows/s (best) |", "|---|---:|---:|---:|"]
     for name, timings in partition.items():
-        rows = full_rows if name == ZOO_PARTITION_FULL else subset_rows
+        rows = full_rows if name in (ZOO_PARTITION_FULL, SHUFFLE_FLOOR) else subset_rows
         timing = timings["partition_by"]
         lines.append(f"| {name} | {rows:,} | {seconds_cell(timing)} | {rows / timing.best:,.0f} |")
     return lines
@@ -757,6 +791,10 @@ def targets(pipeline: Optional[Results], partition: Optional[Results], conversio
                             orca.best * scale / full.best, orca.median * scale / full.median, 20.0))
         best, median = ratio(orca, partition[ZOO_PARTITION]["partition_by"])
         found.append(Target(f"(same, both on the same {subset_rows:,} rows; fixed Spark job costs weigh more)", best, median, 20.0, info=True))
+        floor = partition[SHUFFLE_FLOOR]["partition_by"]
+        found.append(Target("the most any partition_by on PySpark's shuffle can reach here: Orca's rows/s vs the byte shuffle "
+                            "of the same pickled rows with no pandas work", orca.best * scale / floor.best,
+                            orca.median * scale / floor.median, 20.0, info=True))
     if conversion is not None:
         best, median = ratio(conversion[TO_ARROW]["convert"], conversion[FROM_SPARK_DF]["convert"])
         found.append(Target("from_spark_df throughput / toArrow() throughput", best, median, 1.0))
