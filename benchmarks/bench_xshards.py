@@ -93,6 +93,7 @@ PANDAS = "pandas (C engine)"
 PANDAS_ARROW = "pandas (engine=pyarrow)"
 DASK = "dask.dataframe (threads)"
 PYSPARK_PANDAS = "pyspark.pandas"
+PIPELINE_FLOOR = "zoo_lite's read and derive, then PySpark's shuffle of the pickled frames, read twice (a floor)"
 ZOO_PARTITION_FULL = "zoo_lite partition_by, all rows"
 ZOO_PARTITION = "zoo_lite partition_by, subset"
 ORCA_PARTITION = "Orca row-by-row partition_by, subset"
@@ -394,6 +395,27 @@ def zoo_pipeline(path: "str | list[str]", backend: str, num_partitions: int, cac
             by_key.uncache()
 
 
+def pipeline_floor(path: "str | list[str]", num_partitions: int) -> PipelineResult:
+    """The pipeline's Spark data path with the rest of its pandas work left out: zoo_lite's read and
+    derive, each frame pickled whole, cut into equal byte slices (one per target), moved by PySpark's
+    shuffle and read twice, as unique and to_spark_df each read partition_by's shuffle. No pipeline
+    that shuffles through PySpark and consumes the shuffle twice can be faster on this machine."""
+    import pickle
+
+    from zoo_lite.data.pandas import read_csv
+
+    def cut(frame: pd.DataFrame) -> list[tuple[int, tuple[int, bytes]]]:
+        blob = pickle.dumps(frame, protocol=5)
+        step, view = -(-len(blob) // num_partitions), memoryview(blob)
+        return [(target, (len(frame) if target == 0 else 0, bytes(view[target * step:(target + 1) * step])))
+                for target in range(num_partitions)]
+
+    moved = read_csv(path).transform_shard(derive).rdd.flatMap(cut).partitionBy(num_partitions, _same_target)
+    rows = moved.map(lambda pair: pair[1][0]).sum()
+    moved.map(lambda pair: len(pair[1][1])).sum()
+    return PipelineResult(0, rows)
+
+
 Measured = tuple[dict[str, float], PipelineResult]
 
 
@@ -419,6 +441,7 @@ def pipeline_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partit
         PANDAS_ARROW: whole("whole", lambda: pandas_pipeline(files, parts, engine="pyarrow")),
         DASK: whole("whole", lambda: dask_pipeline(files, parts)),
         PYSPARK_PANDAS: whole("whole", lambda: pyspark_pandas_pipeline(files, parts)),
+        PIPELINE_FLOOR: whole("whole", lambda: pipeline_floor(zoo_path, parts)),
     }
 
 
@@ -784,6 +807,10 @@ def targets(pipeline: Optional[Results], partition: Optional[Results], conversio
                                                  (DASK, 1.0, False, zoo != ZOO_PANDAS), (PYSPARK_PANDAS, 1.0, True, True)):
                 best, median = ratio(pipeline[reference]["whole"], pipeline[zoo]["whole"])
                 found.append(Target(f"whole pipeline, zoo_lite {label} vs {reference}", best, median, bar, strict, info))
+        for reference in (PANDAS, DASK):
+            best, median = ratio(pipeline[reference]["whole"], pipeline[PIPELINE_FLOOR]["whole"])
+            found.append(Target(f"the most a pipeline on PySpark's shuffle can reach here: the floor vs {reference}",
+                                best, median, 1.0, info=True))
     if partition is not None:
         orca, full = partition[ORCA_PARTITION]["partition_by"], partition[ZOO_PARTITION_FULL]["partition_by"]
         scale = full_rows / subset_rows  # time per row: Orca on the subset, zoo_lite on all rows
