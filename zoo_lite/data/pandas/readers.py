@@ -1,9 +1,9 @@
 """read_csv, read_json and read_parquet into pandas XShards, with two backends.
 
 - ``backend="pandas"`` (the default; Orca's was "spark"): pandas' own reader runs in the
-  executors, on consecutive files grouped into partitions of at most 128 MB (a larger file is a
-  partition alone), so a worker's memory follows the partition, not the data. Any pandas keyword
-  argument works.
+  executors, on consecutive files grouped into partitions of about equal bytes, at most 128 MB
+  each (a larger file is a partition alone), so a worker's memory follows the partition, not the
+  data. Any pandas keyword argument works.
 - ``backend="spark"``: Spark's readers parse the files on the executors (splitting large files);
   pandas keyword arguments are translated to Spark options, and the result is converted to
   pandas shards through Arrow. A keyword it cannot honour is an error naming it.
