@@ -223,6 +223,14 @@ def test_spark_dataframe_vectors_and_arrays_become_one_input_each(spark) -> None
     assert arrays["y"].tolist() == [0, 1]
 
 
+def test_spark_dataframe_columns_named_with_dots_and_backticks_are_taken_as_named(spark) -> None:
+    """A dot would mean a struct field to Spark and a backtick ended the quoting before."""
+    df = spark.createDataFrame([(1.0, 2.0, 0), (3.0, 4.0, 1)], ["a.b", "c`d", "t"])
+    arrays = convert.concat_model_arrays(model_arrays_from_spark_df(df, Columns.of(["a.b", "c`d"], "t")).collect())
+    assert [x.tolist() for x in arrays["x"]] == [[1.0, 3.0], [2.0, 4.0]]
+    assert arrays["y"].tolist() == [0, 1]
+
+
 @pytest.mark.parametrize("data,columns,message", [
     ("frame", Columns.of("a", "t"), r"data is a str; expected an XShards or a Spark DataFrame here"),
     (None, Columns.of("a"), r"data: feature_cols was given without label_cols; pass label_cols=\[\.\.\.\] too"),

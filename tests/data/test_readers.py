@@ -777,8 +777,8 @@ def test_read_json_lines_without_lines_argument_as_orca_on_both_backends(json_li
 def test_read_json_layout_pandas_cannot_read_is_a_read_error(json_lines, backend):
     with pytest.raises(ValueError):
         pd.read_json(json_files(json_lines)[0], orient="split")
-    # both files are unreadable and read in parallel tasks: the error names whichever failed first
-    with pytest.raises(DataReadError, match=r"read_json: reading '[^']*/[ab]\.json' failed: ValueError"):
+    # every file is unreadable, and they are read in parallel tasks: the error names whichever failed first
+    with pytest.raises(DataReadError, match=r"read_json: reading '[^']*/[abc]\.json' failed: ValueError"):
         read_json(str(json_lines), backend=backend, orient="split").collect()
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Columns",
     "is_spark_df",
     "check_spark_columns",
+    "spark_column",
     "spark_df_to_model_arrays_rdd",
     "dense_vectors_of_arrow",
     "shard_to_model_arrays",
@@ -403,11 +404,27 @@ def _check_spark_column_type(data_type: Any, name: str, argument: str, strings: 
         )
 
 
+def spark_column(name: Hashable) -> "pyspark.sql.Column":
+    """A Spark reference to the column named exactly ``name``: backtick-quoted, since a bare
+    ``"a.b"`` means field ``b`` of struct ``a`` to Spark, with a backtick in the name doubled.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1)
+    >>> df = OrcaContext.get_spark_session().createDataFrame([(1, 2)], ["a.b", "c`d"])
+    >>> df.select(spark_column("a.b"), spark_column("c`d")).first()
+    Row(a.b=1, c`d=2)
+    """
+    from pyspark.sql import functions
+
+    return functions.col("`" + str(name).replace("`", "``") + "`")
+
+
 def _spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argument: str, strings: bool = False) -> list[Any]:
     """Select expressions for ``cols`` after checking them; Vectors become arrays on the JVM side."""
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
-    from pyspark.sql import functions
 
     from zoo_lite.data.partition_ops import require_columns
 
@@ -417,7 +434,7 @@ def _spark_columns(df: "pyspark.sql.DataFrame", cols: Sequence[Hashable], argume
     for name in cols:
         data_type = fields[name].dataType
         _check_spark_column_type(data_type, str(name), argument, strings)
-        column = functions.col(f"`{name}`")
+        column = spark_column(name)
         expressions.append(vector_to_array(column).alias(str(name)) if isinstance(data_type, VectorUDT) else column)
     return expressions
 

@@ -71,14 +71,6 @@ def _session() -> "SparkSession":
     return OrcaContext.get_spark_session()
 
 
-def _columns(names: Sequence[str]) -> list:
-    """Spark column references to the columns named exactly so: backtick-quoted, since a bare
-    ``"a.b"`` means field ``b`` of struct ``a`` to Spark."""
-    from pyspark.sql import functions as F
-
-    return [F.col("`" + name.replace("`", "``") + "`") for name in names]
-
-
 def _refuse_unknown(kwargs: Mapping[str, Any], allowed: frozenset, reader: str) -> None:
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
@@ -909,7 +901,7 @@ def _read_csv_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
     reader = reader.option("enforceSchema", str(names is not None).lower())
     df = read(reader.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", _CORRUPT))
     source = F.when(F.col(_CORRUPT).isNotNull(), F.input_file_name()).alias(_SOURCE)
-    df = df.select(*_columns([*selected, _CORRUPT]), source)
+    df = df.select(*map(convert.spark_column, [*selected, _CORRUPT]), source)
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
     post = functools.partial(_csv_post, columns=columns, options=options, on_bad_lines=on_bad_lines, dtype=dtype or None,
@@ -1053,7 +1045,7 @@ def _read_json_spark(files: list[str], kwargs: dict[str, Any]) -> SparkXShards:
         [name for name in ordered if _DATE_LIKE.search(name)] if convert_dates else []
     )
     schema = _read_schema(inferred, dtype, dates)
-    df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*_columns(ordered))
+    df = _session().read.schema(schema).json(files, multiLine=not lines, mode="FAILFAST").select(*map(convert.spark_column, ordered))
     if kwargs.get("nrows") is not None:
         df = df.limit(_nrows(kwargs["nrows"]))
     post = functools.partial(_json_post, dtype=dtype or None, dates=dates, names=extras["names"], usecols=extras["usecols"],
@@ -1273,5 +1265,5 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, s
         missing = [column for column in columns if column not in df.columns]
         if missing:
             raise InvalidArgumentError(f"columns={list(columns)!r}: {missing} not in the files' columns {df.columns}")
-        df = df.select(*_columns(columns))
+        df = df.select(*map(convert.spark_column, columns))
     return SparkXShards.from_spark_df(df)
