@@ -116,6 +116,27 @@ def test_a_partition_that_cannot_be_unified_names_the_column(sc):
             spark_df(shards, decoder)
 
 
+def test_dict_shards_that_do_not_fit_the_given_schema_name_the_partition_and_the_keys(sc):
+    """With schema= the DataFrame is made without a pass over the data, so the error comes from
+    Spark's action, as Spark's PythonException carrying zoo_lite's message."""
+    import pyarrow as pa
+    from pyspark.errors import PythonException
+
+    from zoo_lite.data.shard import SparkXShards
+
+    schema = pa.schema([("a", pa.int64())])
+    session = OrcaContext.get_spark_session()
+    wrong_type = SparkXShards(sc.parallelize([{"a": np.array([1, 2])}, {"a": np.array(["u", "v"])}], 2))
+    wrong_keys = SparkXShards(sc.parallelize([{"b": np.array([1, 2])}], 1))
+    for decoder in ("jvm", "python"):
+        with pytest.raises(PythonException, match=r"InvalidArgumentError: to_spark_df: partition 1 \(a: string\) does not fit "
+                                                  r"the schema a: int64: .*; make each key's dtype and shape the same in every "
+                                                  r"shard, or pass schema="):
+            pandas_rdd_to_spark_df(wrong_type.rdd, session, schema=schema, decoder=decoder).collect()
+        with pytest.raises(PythonException, match=r"partition 0 has keys \['b'\], but the DataFrame schema has \['a'\]"):
+            pandas_rdd_to_spark_df(wrong_keys.rdd, session, schema=schema, decoder=decoder).collect()
+
+
 def test_a_failing_shard_function_is_raised_as_itself(sc):
     shards = XShards.partition(pd.DataFrame({"x": [1, 2]}), 2).transform_shard(lambda frame: frame["missing"])
     with pytest.raises(ShardFunctionError, match=r"missing"):

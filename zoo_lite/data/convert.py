@@ -289,20 +289,12 @@ def cast_table(df: Any, schema: "pa.Schema", partition_index: int) -> "pa.Table"
 
 
 def _cast_dict_table(table: "pa.Table", schema: "pa.Schema", partition_index: int) -> "pa.Table":
-    import pyarrow as pa
-
     if table.column_names != list(schema.names):
         raise InvalidArgumentError(
             f"to_spark_df: partition {partition_index} has keys {table.column_names}, but the DataFrame schema has "
             f"{list(schema.names)}; make every shard have the same keys, or pass schema="
         )
-    try:
-        return table.cast(schema, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
-        raise InvalidArgumentError(
-            f"to_spark_df: partition {partition_index} ({table.schema}) does not fit the schema {schema}: {error}; "
-            "make each key's dtype and shape the same in every shard, or pass schema="
-        ) from error
+    return _cast_arrow_table(table, schema, partition_index, noun="key")
 
 
 def pandas_to_ipc_payloads(df: Any, schema: "pa.Schema", partition_index: int) -> Iterator[bytes]:
@@ -809,7 +801,7 @@ def _target_schema(records: Sequence[tuple[int, "pa.Schema"]]) -> "pa.Schema":
     return unify_arrow_schemas(non_empty or [(part, schema) for part, _, schema in schemas[:1]]).remove_metadata()
 
 
-def _cast_arrow_table(table: T, schema: "pa.Schema", partition_index: Optional[int]) -> T:
+def _cast_arrow_table(table: T, schema: "pa.Schema", partition_index: Optional[int], noun: str = "column") -> T:
     """A table or record batch cast to ``schema``, or an error naming the partition (when known)."""
     import pyarrow as pa
 
@@ -818,8 +810,8 @@ def _cast_arrow_table(table: T, schema: "pa.Schema", partition_index: Optional[i
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
         where = "a partition" if partition_index is None else f"partition {partition_index}"
         raise InvalidArgumentError(
-            f"to_spark_df: {where} ({table.schema}) does not fit the unified schema {schema}: "
-            f"{error}; make each column's dtype the same in every shard, or pass schema="
+            f"to_spark_df: {where} ({table.schema}) does not fit the schema {schema}: "
+            f"{error}; make each {noun}'s dtype and shape the same in every shard, or pass schema="
         ) from error
 
 
