@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
-    SHUFFLE_DEFAULTS,
     SPARK_KWARGS,
     RaySettings,
     SparkSettings,
@@ -110,7 +109,7 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: let SparkConf load its --conf values
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: SparkConf loads its --conf and --name first
         SparkContext._ensure_initialized()
     spark_conf = SparkConf()
     for key, value in conf.items():
@@ -118,8 +117,6 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
     if master is not None:
         spark_conf.setMaster(master)
     spark_conf.setIfMissing("spark.app.name", "zoo_lite")
-    for key, value in SHUFFLE_DEFAULTS.items():  # after the conf: spark-submit's --conf keeps its say
-        spark_conf.setIfMissing(key, value)
     # pyspark takes the workers' interpreter from PYSPARK_PYTHON when the context starts
     python = conf.get("spark.pyspark.python")
     saved = os.environ.get("PYSPARK_PYTHON")

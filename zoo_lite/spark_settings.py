@@ -26,7 +26,6 @@ __all__ = [
     "spark_master_and_conf",
     "tensorflow_log_level",
     "registered_executors",
-    "SHUFFLE_DEFAULTS",
 ]
 
 CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
@@ -39,16 +38,6 @@ _VERBOSE_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO")
 QUIET_TF_CPP_MIN_LOG_LEVEL = "2"
 _MEMORY_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _MB_PER_UNIT = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-
-#: Spark settings zoo_lite uses unless any Spark conf names them (spark-submit's ``--conf``,
-#: spark-defaults.conf or ``init_orca_context(conf=...)``). PySpark's shuffles and caches hold
-#: pickled byte arrays: Kryo with the serialized sort shuffle moves them a quarter faster than Java
-#: serialization with the bypass-merge writer, which copies every map output a second time
-#: (benchmarks/RESULTS.md, "Spark's shuffle of byte arrays")
-SHUFFLE_DEFAULTS = {
-    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
-    "spark.shuffle.sort.bypassMergeThreshold": "0",
-}
 
 # Orca's Spark keyword arguments of init_orca_context, plus zoo_lite's own (spark_ui).
 SPARK_KWARGS = (
