@@ -16,6 +16,11 @@ cases are interleaved round by round, because the machine is shared and noisy):
 3. ``SparkXShards.from_spark_df`` (forced with ``len``) reaches >= 1.0x the rows/s of Spark's own
    ``DataFrame.toArrow()`` on the same cached DataFrame of 10 doubles.
 
+Two floors bound what any design on PySpark's shuffle can reach on the machine, with info rows
+against the references: the pipeline's floor (zoo_lite's read and derive, each frame pickled whole,
+cut into byte slices, shuffled and read back once) and partition_by's floor (the cached input's own
+pickled bytes cut into slices and moved by the same shuffle, with no pandas work).
+
 Per-step figures (read, transform, partition_by, unique, count) are reported too: there each
 system's input to a step is cached or persisted first and the step is forced, so zoo_lite's step
 times include reading its cached input (unpickling it from the JVM) and writing its output cache.
