@@ -227,6 +227,33 @@ def test_sigint_during_fit_stops_it_and_the_next_fit_works(ray_local_cluster) ->
     est.shutdown()
 
 
+def test_ctrl_c_between_sending_the_calls_and_waiting_ends_the_workers(ray_local_cluster, tmp_path, monkeypatch) -> None:
+    """The interrupt is made to land right after the calls are sent (the window in which a Ctrl-C
+    once left the workers training, and the next fit waited 600 s for them)."""
+    import contextlib
+
+    from zoo_lite.learn.base import worker_group
+
+    sent_by_value = worker_group.user_code_by_value
+
+    @contextlib.contextmanager
+    def interrupted_when_sent() -> Iterator[None]:
+        with sent_by_value():
+            yield
+        raise KeyboardInterrupt
+
+    group = start_worker_group(functools.partial(faults.PortTakenRunner, str(tmp_path / "attempts"), 0), start_timeout_s=60)
+    actors = list(group.actors)
+    monkeypatch.setattr(worker_group, "user_code_by_value", interrupted_when_sent)
+    with pytest.raises(KeyboardInterrupt):
+        group.call(lambda runner: time.sleep(120))
+    monkeypatch.undo()
+    assert group.actors == []
+    for actor in actors:   # ended, not still sleeping
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.address.remote(), timeout=30)
+
+
 def test_a_rendezvous_on_a_port_taken_meanwhile_starts_the_workers_once_more(ray_local_cluster, tmp_path, learn_log) -> None:
     attempts = tmp_path / "attempts"
     group = start_worker_group(functools.partial(faults.PortTakenRunner, str(attempts), 1), start_timeout_s=60)
