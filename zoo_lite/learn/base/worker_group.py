@@ -241,17 +241,15 @@ class WorkerGroup:
                   on_poll: Optional[Callable[[], None]] = None) -> list[T]:
         """``calls[rank](runner)`` on every worker; results in rank order."""
         actors = self._live_actors()
-        futures: list[Any] = []
         try:
             with user_code_by_value():
-                futures.extend(actor.call.remote(call) for actor, call in zip(actors, calls))
+                futures = [actor.call.remote(call) for actor, call in zip(actors, calls)]
             return self._wait(futures, runner_call_name(calls[0]), timeout_s, on_poll)
         except BaseException:
-            # once a call is sent, a worker runs it: end them all, also when Ctrl-C lands between
-            # sending and waiting (the workers went on, and the next fit waited for them); peers of
-            # a failed worker may be blocked in a collective for good
-            if futures:
-                self.kill()
+            # end them all, whenever it happens: a Ctrl-C inside ``.remote()`` can leave a call
+            # queued without its reference (one worker then waited for its peer's gradients, and
+            # the next fit for that worker); peers of a failed worker may be blocked for good
+            self.kill()
             raise
 
     def call_one(self, rank: int, call: Callable[[Any], T], *, timeout_s: Optional[float] = None) -> T:
