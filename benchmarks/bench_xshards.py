@@ -410,10 +410,8 @@ def pipeline_floor(path: "str | list[str]", num_partitions: int) -> PipelineResu
     from zoo_lite.data.pandas import read_csv
 
     def cut(frame: pd.DataFrame) -> list[tuple[int, tuple[int, bytes]]]:
-        blob = pickle.dumps(frame, protocol=5)
-        step, view = -(-len(blob) // num_partitions), memoryview(blob)
-        return [(target, (len(frame) if target == 0 else 0, bytes(view[target * step:(target + 1) * step])))
-                for target in range(num_partitions)]
+        slices = byte_slices(pickle.dumps(frame, protocol=5), num_partitions)
+        return [(target, (len(frame) if target == 0 else 0, piece)) for target, piece in enumerate(slices)]
 
     moved = read_csv(path).transform_shard(derive).rdd.flatMap(cut).partitionBy(num_partitions, _same_target)
     return PipelineResult(0, moved.map(lambda pair: pair[1][0]).sum())
@@ -598,10 +596,15 @@ def byte_shuffle(blobs: "RDD", num_partitions: int) -> int:
     No partition_by built on PySpark's shuffle can be faster on this machine."""
 
     def cut(blob: bytes) -> list[tuple[int, bytes]]:
-        step, view = -(-len(blob) // num_partitions), memoryview(blob)
-        return [(target, bytes(view[target * step:(target + 1) * step])) for target in range(num_partitions)]
+        return list(enumerate(byte_slices(blob, num_partitions)))
 
     return blobs.flatMap(cut).partitionBy(num_partitions, _same_target).map(lambda pair: len(pair[1])).sum()
+
+
+def byte_slices(blob: bytes, count: int) -> list[bytes]:
+    """``blob`` cut into ``count`` contiguous slices of equal size (the last may be shorter)."""
+    step, view = -(-len(blob) // count), memoryview(blob)
+    return [bytes(view[index * step:(index + 1) * step]) for index in range(count)]
 
 
 def _same_target(target: int) -> int:
