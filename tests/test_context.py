@@ -55,6 +55,26 @@ def test_local_mode_returns_a_working_spark_context(no_context):
     assert sc.getConf().get("spark.log.level") == "WARN"
 
 
+def _socket_files(folder: str) -> set[str]:
+    return {str(path) for path in Path(folder).glob(".*.sock")}
+
+
+def test_local_mode_python_workers_use_unix_sockets_that_stop_removes(no_context):
+    folder = "/tmp"  # the JVM's java.io.tmpdir on Linux, checked below
+    before = _socket_files(folder)
+    sc = init_orca_context(cluster_mode="local", cores=2, memory="1g")
+    assert sc._jvm.java.lang.System.getProperty("java.io.tmpdir").rstrip("/") == folder
+    assert sc.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
+    assert len(_executor_pids(sc, tasks=4)) >= 1
+    created = _socket_files(folder) - before
+    assert created, "the Python workers' Unix socket files"
+    stop_orca_context()
+    deadline = time.monotonic() + 30
+    while created & _socket_files(folder) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert created & _socket_files(folder) == set()
+
+
 def test_spark_ui_and_log_level_are_configurable(no_context):
     sc = init_orca_context(cores=1, spark_ui=True, spark_log_level="ERROR", conf={"spark.ui.port": "0"})
     assert sc.uiWebUrl is not None

@@ -57,6 +57,38 @@ def test_user_conf_wins_over_every_default():
     assert conf["spark.driver.memory"] == "5g"
 
 
+UNIX_SOCKET = "spark.python.unix.domain.socket.enabled"
+
+
+@pytest.mark.parametrize("settings", [SparkSettings(), SparkSettings(cluster_mode="local-cluster", num_nodes=2, cores=1),
+                                      SparkSettings(cluster_mode="standalone", master="spark://10.0.0.1:7077")],
+                         ids=["local", "local-cluster", "standalone"])
+def test_python_workers_use_a_unix_socket_where_zoo_lite_knows_the_machines(settings):
+    _, conf = spark_master_and_conf(settings)
+    assert conf[UNIX_SOCKET] == "true"
+
+
+def test_yarn_k8s_and_spark_submit_keep_sparks_tcp_socket(monkeypatch):
+    monkeypatch.setenv("HADOOP_CONF_DIR", "/etc/hadoop/conf")
+    for settings in (SparkSettings(cluster_mode="yarn-client"), SparkSettings(cluster_mode="spark-submit"),
+                     SparkSettings(cluster_mode="k8s-client", master="k8s://https://api:6443", container_image="me/zoo:1")):
+        _, conf = spark_master_and_conf(settings)
+        assert UNIX_SOCKET not in conf, settings.cluster_mode
+
+
+def test_the_users_conf_can_turn_the_unix_socket_off():
+    _, conf = spark_master_and_conf(SparkSettings(conf={UNIX_SOCKET: "false"}))
+    assert conf[UNIX_SOCKET] == "false"
+
+
+def test_no_unix_socket_where_the_os_has_none(monkeypatch):
+    import socket
+
+    monkeypatch.delattr(socket, "AF_UNIX")
+    _, conf = spark_master_and_conf(SparkSettings())
+    assert UNIX_SOCKET not in conf
+
+
 def test_orca_spark_kwargs_become_spark_conf():
     settings = SparkSettings(
         cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", driver_cores=2, driver_memory="3g",
