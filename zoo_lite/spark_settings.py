@@ -352,6 +352,7 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     return conf
 
 
+UNIX_SOCKET_ENABLED = "spark.python.unix.domain.socket.enabled"
 #: Modes whose executors run on machines zoo_lite knows the layout of (this one, or a standalone
 #: cluster's, whose temporary directory is short): there a socket file path fits the OS's limit.
 _UNIX_SOCKET_MODES = ("local", "local-cluster", "standalone")
@@ -368,7 +369,7 @@ def _python_worker_socket_conf(mode: str) -> dict[str, str]:
     """
     if mode not in _UNIX_SOCKET_MODES or not hasattr(socket, "AF_UNIX"):
         return {}
-    return {"spark.python.unix.domain.socket.enabled": "true"}
+    return {UNIX_SOCKET_ENABLED: "true"}
 
 
 def _executor_conf(settings: SparkSettings, cores: int) -> dict[str, str]:
