@@ -8,6 +8,10 @@ and ``count()`` (Spark decoding the cached batches). Spark's own ``range(rows).c
 as the least any ``count`` of that many rows costs. If the first action alone is not faster than
 dask, no ``to_spark_df`` can bring the whole pipeline to dask's time.
 
+The same actions run once more with the partitioned shards cached (``cache()``, so the shuffle is
+read once and the second action reads the cache): what reading the shuffle once instead of
+twice is worth.
+
 Run from the repository root (after bench_xshards made its data)::
 
     .venv/bin/python benchmarks/bench_pipeline_stages.py [--rows 2000000] [--repeat 5]
@@ -28,10 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_xshards as bench  # noqa: E402  (the pipeline's data, derive step and references)
 from _timing import Timing, command_line, log  # noqa: E402
 
-UNIQUE = "zoo_lite: map stage + unique()"
-TO_SPARK_DF = "zoo_lite: to_spark_df()"
-COUNT = "zoo_lite: count()"
-WHOLE = "zoo_lite: whole pipeline"
+UNIQUE = "map stage + unique()"
+TO_SPARK_DF = "to_spark_df()"
+COUNT = "count()"
+WHOLE = "whole pipeline"
+VARIANTS = {"zoo_lite: ": False, "zoo_lite, cache() after partition_by: ": True}
 RANGE_COUNT = "Spark: range(rows).count(), the least a count costs"
 
 
@@ -42,17 +47,22 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def zoo_actions(folder: str, rows: int) -> dict[str, float]:
-    """Seconds of each action of the pipeline, un-cached, as bench_xshards runs it."""
+def zoo_actions(folder: str, rows: int, cache: bool) -> dict[str, float]:
+    """Seconds of each action of the pipeline as bench_xshards runs it (``cache``: with the
+    partitioned shards cached, and uncached after the count)."""
     from zoo_lite.data.pandas import read_csv
 
     start = time.perf_counter()
     by_key = read_csv(folder).transform_shard(bench.derive).partition_by(bench.KEY, num_partitions=4)
+    if cache:
+        by_key.cache()
     locations = by_key[bench.LOCATION].unique()
     unique_done = time.perf_counter()
     frame = by_key.to_spark_df()
     frame_done = time.perf_counter()
     counted = frame.count()
+    if cache:
+        by_key.uncache()
     end = time.perf_counter()
     assert (len(locations), counted) == (len(bench.CITIES), rows), (len(locations), counted)
     return {UNIQUE: unique_done - start, TO_SPARK_DF: frame_done - unique_done, COUNT: end - frame_done, WHOLE: end - start}
@@ -79,7 +89,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         spark = OrcaContext.get_spark_session()
         timings: dict[str, Timing] = {}
         for round_index in range(args.repeat + 1):
-            measured = zoo_actions(folder, args.rows)
+            measured = {prefix + step: value for prefix, cache in VARIANTS.items()
+                        for step, value in zoo_actions(folder, args.rows, cache).items()}
             measured[bench.DASK] = seconds_of(lambda: bench.dask_pipeline(files, 4))
             measured[bench.PANDAS] = seconds_of(lambda: bench.pandas_pipeline(files, 4))
             measured[RANGE_COUNT] = seconds_of(lambda: spark.range(args.rows, numPartitions=4).count())
