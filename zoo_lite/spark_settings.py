@@ -365,7 +365,7 @@ def _python_worker_socket_conf(mode: str) -> dict[str, str]:
     milliseconds longer, so ``len``, ``unique`` or ``max`` of small shards take 0.13 s instead of
     0.07 s (medians); data-heavy jobs are unchanged. Left off for YARN and Kubernetes, where the
     socket file would go in a container's temporary directory, whose path can exceed the OS's
-    limit of 107 bytes, and where AF_UNIX is missing (Windows).
+    limit of 107 bytes, and where Python has no AF_UNIX (Windows).
     """
     if mode not in _UNIX_SOCKET_MODES or not hasattr(socket, "AF_UNIX"):
         return {}
