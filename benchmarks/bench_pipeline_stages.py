@@ -25,12 +25,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_xshards as bench  # noqa: E402  (the pipeline's data, derive step and references)
-from _timing import Timing, command_line, log  # noqa: E402
+from _timing import Timing, command_line, log, timed  # noqa: E402
 
 UNIQUE = "map stage + unique()"
 TO_SPARK_DF = "to_spark_df()"
@@ -68,12 +68,6 @@ def zoo_actions(folder: str, rows: int, cache: bool) -> dict[str, float]:
     return {UNIQUE: unique_done - start, TO_SPARK_DF: frame_done - unique_done, COUNT: end - frame_done, WHOLE: end - start}
 
 
-def seconds_of(func: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    func()
-    return time.perf_counter() - start
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     from pyspark import cloudpickle
@@ -91,9 +85,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for round_index in range(args.repeat + 1):
             measured = {prefix + step: value for prefix, cache in VARIANTS.items()
                         for step, value in zoo_actions(folder, args.rows, cache).items()}
-            measured[bench.DASK] = seconds_of(lambda: bench.dask_pipeline(files, 4))
-            measured[bench.PANDAS] = seconds_of(lambda: bench.pandas_pipeline(files, 4))
-            measured[RANGE_COUNT] = seconds_of(lambda: spark.range(args.rows, numPartitions=4).count())
+            measured[bench.DASK] = timed(lambda: bench.dask_pipeline(files, 4))[0]
+            measured[bench.PANDAS] = timed(lambda: bench.pandas_pipeline(files, 4))[0]
+            measured[RANGE_COUNT] = timed(lambda: spark.range(args.rows, numPartitions=4).count())[0]
             log(f"round {round_index}: " + ", ".join(f"{name} {value:.2f} s" for name, value in measured.items()))
             if round_index:  # round 0 warms up the JVM, the Python workers and the page cache
                 for name, value in measured.items():

@@ -29,13 +29,14 @@ import pandas as pd  # noqa: E402
 
 import bench_xshards as bench  # noqa: E402  (the pipeline's data and derive step)
 from _timing import Timing, command_line, log, timed  # noqa: E402
+from zoo_lite.spark_settings import UNIX_SOCKET_ENABLED  # noqa: E402
 
-UNIX_SOCKET = "spark.python.unix.domain.socket.enabled"
 TCP = "loopback TCP (Spark's default)"
 UNIX = "Unix domain socket (zoo_lite's default)"
-SETTINGS = {TCP: {UNIX_SOCKET: "false"}, UNIX: {}}
+SETTINGS = {TCP: {UNIX_SOCKET_ENABLED: "false"}, UNIX: {}}
 SMALL_ROWS = 1_000
 PIPELINE = "bench_xshards pipeline"
+PIPELINE_RUNS = 3  # timed runs of the big job per context: a few are enough
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -79,7 +80,7 @@ def one_context(conf: dict[str, str], folder: Optional[str], repeat: int) -> tup
         results: dict[str, Any] = {}
         for run_index in range(repeat + 1):
             for name, op in ops.items():
-                if name == PIPELINE and run_index > 3:  # a few runs of the big job are enough
+                if name == PIPELINE and run_index > PIPELINE_RUNS:
                     continue
                 seconds, results[name] = timed(op)
                 if run_index:  # run 0 warms up the JVM and the Python workers
@@ -118,8 +119,7 @@ def report(timings: dict[tuple[str, str], Timing], args: argparse.Namespace, arg
     ops = list(dict.fromkeys(op for _, op in timings))
     lines = [f"Command: `{command_line('bench_small_ops.py', argv)}` (small ops on a cached XShards of {SMALL_ROWS:,} rows in "
              f"4 partitions; {args.passes} local contexts (cores=2) per setting, taking turns, x {args.repeat} runs per op; "
-             "the pipeline 3 runs per context on "
-             f"{args.rows:,} rows; ms: best (median))", "",
+             f"the pipeline {PIPELINE_RUNS} runs per context on {args.rows:,} rows; ms: best (median))", "",
              f"| operation | {TCP} | {UNIX} | speed-up: best (median) |", "|---|---:|---:|---:|"]
     for op in ops:
         tcp, unix = timings[TCP, op], timings[UNIX, op]
