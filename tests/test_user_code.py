@@ -60,3 +60,81 @@ def test_the_registration_ends_with_the_block(project_module) -> None:
     with user_code_by_value():
         assert "my_project_model" in cloudpickle.list_registry_pickle_by_value()
     assert "my_project_model" not in cloudpickle.list_registry_pickle_by_value()
+
+
+TARGET_PACKAGE = '''
+import threading
+
+LOCK = threading.Lock()   # module state that cannot be pickled, as tensorflow-datasets holds
+
+
+def double(value):
+    with LOCK:
+        return 2 * value
+'''
+
+
+def _install_like_pip_target(folder: Path, name: str, editable: bool = False) -> None:
+    """What ``pip install --target folder`` leaves for a one-package distribution (``-e`` when
+    ``editable``): the package and its ``.dist-info``."""
+    (folder / name).mkdir(parents=True)
+    (folder / name / "__init__.py").write_text(TARGET_PACKAGE)
+    info = folder / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text(f"{name}\n")
+    (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n")
+    if editable:
+        (info / "direct_url.json").write_text('{"url": "file:///src", "dir_info": {"editable": true}}')
+
+
+@pytest.fixture
+def package_on_pythonpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A distribution installed with ``pip install --target`` into a folder on the search path."""
+    _install_like_pip_target(tmp_path, "target_installed_pkg")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module("target_installed_pkg")
+    sys.modules.pop("target_installed_pkg", None)
+
+
+def test_a_distribution_installed_into_a_folder_on_the_path_is_not_user_code(package_on_pythonpath) -> None:
+    assert package_on_pythonpath not in user_modules()
+    with user_code_by_value():   # pickled by reference: its lock does not travel
+        payload = cloudpickle.dumps(package_on_pythonpath.double)
+    assert b"target_installed_pkg" in payload and len(payload) < 200
+
+
+def test_an_editable_install_is_the_users_project_and_goes_by_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _install_like_pip_target(tmp_path, "editable_project_pkg", editable=True)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("editable_project_pkg")
+    try:
+        assert module in user_modules()
+    finally:
+        sys.modules.pop("editable_project_pkg", None)
+
+
+def test_a_shard_function_of_a_module_only_the_driver_has_runs_on_the_executors(sc, project_module) -> None:
+    """The executors' Python workers do not have the driver's search path (as on a cluster)."""
+    import numpy as np
+
+    from zoo_lite.data import XShards
+
+    shards = XShards.partition(np.arange(4), num_shards=2)
+    scaler = project_module.Scaler()
+    assert shards.transform_shard(lambda shard: [scaler(int(v)) for v in shard]).collect() == [["0", "3"], ["6", "9"]]
+    assert shards.map_partitions(lambda shard: scaler(int(shard.sum()))).collect() == ["3", "15"]
+
+
+def test_a_function_that_cannot_travel_is_refused_when_it_is_given(sc) -> None:
+    import threading
+
+    import numpy as np
+
+    from zoo_lite.data import XShards
+    from zoo_lite.errors import InvalidArgumentError
+
+    lock = threading.Lock()
+    with pytest.raises(InvalidArgumentError, match=r"func=<function .*<lambda>.*> cannot be sent to the executors: "
+                                                   r"pickling it failed with TypeError: cannot pickle '_thread.lock'"):
+        XShards.partition(np.arange(4), num_shards=2).transform_shard(lambda shard: lock.locked())

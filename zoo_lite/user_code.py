@@ -1,23 +1,32 @@
 """Ship the user's own modules by value to Spark executors and Ray workers.
 
-A model class, loss, callback or data creator defined in the user's project (``mymodel.py`` next to
-the script) is pickled by reference: the executor or worker imports ``mymodel`` again, and fails
-with ``No module named 'mymodel'`` because the project is only on the driver. Pickling those
-modules by value (cloudpickle's ``register_pickle_by_value``) sends their code along, so a job
-moves from a laptop to a cluster without ``--py-files``. Installed packages (anything under the
-interpreter's prefixes) and zoo_lite itself are still pickled by reference.
+A model class, loss, callback, data creator or per-shard function defined in the user's project
+(``mymodel.py`` next to the script) is pickled by reference: the executor or worker imports
+``mymodel`` again, and fails with ``No module named 'mymodel'`` because the project is only on the
+driver. Pickling those modules by value (cloudpickle's ``register_pickle_by_value``) sends their
+code along, so a job moves from a laptop to a cluster without ``--py-files``.
+
+Installed distributions are still pickled by reference, wherever they are installed: under the
+interpreter's prefixes, or in a folder on ``PYTHONPATH`` (``pip install --target DIR``), which
+holds the distribution's ``.dist-info``. Their code is part of the software every host has, and
+their module state (locks, handles) cannot be pickled anyway. An editable install (``pip install
+-e``) is the user's project, and goes by value; zoo_lite itself never does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.metadata
 import os
 import sys
 import sysconfig
 import types
-from typing import Iterator
+from typing import Any, Callable, Iterator, Optional
 
-__all__ = ["user_modules", "user_code_by_value"]
+from zoo_lite.errors import InvalidArgumentError
+
+__all__ = ["user_modules", "user_code_by_value", "ByValue", "by_value"]
 
 _INSTALLED_ROOTS = tuple(
     os.path.realpath(path) + os.sep
@@ -30,6 +39,56 @@ _INSTALLED_ROOTS = tuple(
 _verdicts: dict[str, bool] = {}
 
 
+def _is_editable(distribution: importlib.metadata.Distribution) -> bool:
+    direct_url = distribution.read_text("direct_url.json") or ""
+    return '"editable": true' in direct_url.replace("'", '"').lower()
+
+
+def _top_level_names(distribution: importlib.metadata.Distribution) -> set[str]:
+    """The import names a distribution installs (``top_level.txt``, else its file list)."""
+    listed = distribution.read_text("top_level.txt")
+    if listed is not None:
+        return {line.strip() for line in listed.splitlines() if line.strip()}
+    names = set()
+    for file in distribution.files or []:
+        first = file.parts[0] if file.parts else ""
+        if first.endswith(".py"):
+            names.add(first[:-3])
+        elif first and not first.endswith((".dist-info", ".egg-info", ".data")) and "/" not in first and not first.startswith(".."):
+            names.add(first)
+    return names
+
+
+@functools.lru_cache(maxsize=4)
+def _installed_roots_by_name(search_path: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """Import name -> the folders in which a (non-editable) installed distribution provides it,
+    for the distributions found on ``search_path`` (``sys.path`` as it was)."""
+    found: dict[str, set[str]] = {}
+    for distribution in importlib.metadata.distributions(path=list(search_path)):
+        if _is_editable(distribution):
+            continue
+        root = os.path.realpath(str(distribution.locate_file("")))
+        for name in _top_level_names(distribution):
+            found.setdefault(name, set()).add(root)
+    return {name: frozenset(roots) for name, roots in found.items()}
+
+
+def _import_root(name: str, real_path: str) -> str:
+    """The folder on ``sys.path`` that module ``name`` (at ``real_path``) was imported from."""
+    levels = name.count(".") + (2 if os.path.basename(real_path) == "__init__.py" else 1)
+    root = real_path
+    for _ in range(levels):
+        root = os.path.dirname(root)
+    return root
+
+
+def _is_installed_distribution(name: str, real_path: str) -> bool:
+    """Whether an installed distribution in the folder the module came from provides it (``pip
+    install --target DIR`` with DIR on ``PYTHONPATH`` puts the ``.dist-info`` there)."""
+    roots = _installed_roots_by_name(tuple(sys.path)).get(name.split(".")[0], frozenset())
+    return _import_root(name, real_path) in roots
+
+
 def _is_user_module(name: str, module: types.ModuleType) -> bool:
     if name == "__main__" or name.split(".")[0] == "zoo_lite":
         return False   # cloudpickle already sends __main__ by value; zoo_lite is installed everywhere
@@ -37,7 +96,9 @@ def _is_user_module(name: str, module: types.ModuleType) -> bool:
     if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".py"):
         return False   # built-in, synthetic, namespace or compiled modules cannot go by value
     real = os.path.realpath(path)
-    return not real.startswith(_INSTALLED_ROOTS) and "site-packages" not in real and "dist-packages" not in real
+    if real.startswith(_INSTALLED_ROOTS) or "site-packages" in real or "dist-packages" in real:
+        return False
+    return not _is_installed_distribution(name, real)
 
 
 def user_modules() -> list[types.ModuleType]:
@@ -90,3 +151,63 @@ def user_code_by_value() -> Iterator[None]:
     finally:
         for pickler, module in registered:
             pickler.unregister_pickle_by_value(module)
+
+
+class ByValue:
+    """A function (or any object) pickled when it is made, with the user's modules by value, and
+    unpickled once where it is used; calling it calls the function.
+
+    Spark pickles the functions of a job when the job runs, later than the call that took them,
+    and pickles them by reference: an executor without the user's module fails with
+    ``ModuleNotFoundError``. Held this way, the user's code travels with the function, whenever
+    Spark pickles it.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> double = ByValue(lambda value: 2 * value, "func")
+    >>> pickle.loads(pickle.dumps(double))(21), double.name
+    (42, '<lambda>')
+    """
+
+    def __init__(self, value: Any, argument: str) -> None:
+        from pyspark import cloudpickle
+
+        self.name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
+        try:
+            with user_code_by_value():
+                self._payload = cloudpickle.dumps(value)
+        except Exception as error:  # noqa: BLE001 - whatever cannot be pickled, the message says what
+            raise InvalidArgumentError(
+                f"{argument}={value!r} cannot be sent to the executors: pickling it failed with "
+                f"{type(error).__name__}: {error}; make it a module-level function, or one whose closure "
+                "holds no open file, lock, connection or SparkContext"
+            ) from error
+        self._value: Optional[Any] = value
+
+    @property
+    def value(self) -> Any:
+        """The object, unpickled at first use in this process."""
+        if self._value is None:
+            import pickle
+
+            self._value = pickle.loads(self._payload)
+        return self._value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.value(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name, "_payload": self._payload, "_value": None}
+
+
+def by_value(value: Callable[..., Any], argument: str) -> Callable[..., Any]:
+    """``value`` as a :class:`ByValue`, unless it already is one.
+
+    Examples
+    --------
+    >>> shipped = by_value(len, "func")
+    >>> by_value(shipped, "func") is shipped
+    True
+    """
+    return value if isinstance(value, ByValue) else ByValue(value, argument)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 from zoo_lite.data import partition_ops
 from zoo_lite.data.spark_jobs import run_job
 from zoo_lite.errors import InvalidArgumentError, ZooLiteError, raising_transportably
+from zoo_lite.user_code import user_code_by_value
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -639,7 +640,8 @@ class RayXShards:
             raise InvalidArgumentError("transform_rows_with_actors(actors=[]) needs at least one actor")
         nodes = actor_nodes(actors)
         assigned = self._assign(nodes)
-        results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
+        with user_code_by_value():   # the user's function reaches actors on hosts without the user's project
+            results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
         rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
         return self._held_results(results, nodes, rows)
 

@@ -34,6 +34,7 @@ from zoo_lite.errors import (
     check_positive_int,
     raising_transportably,
 )
+from zoo_lite.user_code import by_value
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,7 +50,9 @@ XS = TypeVar("XS", bound="XShards")
 
 
 def _per_shard(func: Callable[..., Any], *, with_index: bool = False) -> Callable[[int, Iterator[Any]], list[Any]]:
-    """A mapPartitionsWithIndex function applying a zoo_lite function to every shard."""
+    """A mapPartitionsWithIndex function applying a zoo_lite function to every shard; ``func`` and
+    what it holds (the user's function and arguments) travel by value."""
+    func = by_value(func, "func")
 
     @raising_transportably
     def run(index: int, shards: Iterator[Any]) -> list[Any]:
@@ -579,7 +582,7 @@ class SparkXShards(XShards):
         >>> XShards.partition({"x": np.arange(4)}, 2)._for_each(lambda shard, key: shard[key], "y").first()
         KeyError('y')
         """
-        return self.rdd.map(functools.partial(_result_or_error, func=func, args=args, kwargs=kwargs))
+        return self.rdd.map(by_value(functools.partial(_result_or_error, func=func, args=args, kwargs=kwargs), "func"))
 
     # -- construction and conversion ----------------------------------------------------------------
 
@@ -773,8 +776,9 @@ class SparkXShards(XShards):
         """
         if not callable(func):
             raise InvalidArgumentError(f"func={func!r} is not callable; pass a function taking a shard")
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
-        return self.map_partitions(functools.partial(_call_user_function, func=func, args=args, name=name), with_index=True)
+        shipped = by_value(func, "func")   # an error that names the user's function, if it cannot travel
+        return self.map_partitions(functools.partial(_call_user_function, func=shipped, args=args, name=shipped.name),
+                                   with_index=True)
 
     def repartition(self, num_partitions: int) -> "SparkXShards":
         """``num_partitions`` shards with rows spread evenly (row trees are cut into pieces, and so

@@ -42,6 +42,7 @@ from zoo_lite.errors import (
     raising_transportably,
     streaming_transportably,
 )
+from zoo_lite.user_code import by_value
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,8 +89,10 @@ def _check_mode(mode: Any) -> str:
 
 
 def _check_label(label: Any) -> Label:
-    if label is None or (isinstance(label, str) and label == "folder") or (callable(label) and not isinstance(label, str)):
+    if label is None or (isinstance(label, str) and label == "folder"):
         return label
+    if callable(label) and not isinstance(label, str):
+        return by_value(label, "label")   # the user's function, with the user's module, whenever Spark pickles it
     raise InvalidArgumentError(
         f"label={label!r} is not supported; use 'folder' (the class is the name of the image's folder), "
         "a function taking the file's path and returning an int, or None (no labels)"
