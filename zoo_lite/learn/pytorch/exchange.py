@@ -23,6 +23,7 @@ cores the transfers compete with backward for the CPU, and an epoch took 1.7x as
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -31,13 +32,51 @@ import torch.distributed as dist
 
 from zoo_lite.learn.base.host_exchange import HostSum
 
-__all__ = ["gradient_exchange", "sum_over_workers", "sum_floats_over_workers", "FlatExchange", "NoExchange"]
+__all__ = ["gradient_exchange", "sum_over_workers", "sum_floats_over_workers", "FlatExchange", "NoExchange",
+           "join_process_group", "GLOO_ON_ADDRESS"]
+
+#: the name of gloo bound to a given address (:func:`join_process_group`), as torch.distributed knows it
+GLOO_ON_ADDRESS = "zoo_lite_gloo"
+#: the address the next process group of this process binds; read by the backend's creator
+_bind_address: Optional[str] = None
 
 #: largest buffer (elements) summed by a direct exchange between two workers; above, all_reduce's
 #: bandwidth wins (measured crossover 128k to 256k float32 elements)
 _DIRECT_EXCHANGE_MAX_ELEMENTS = 1 << 17
 
 Summer = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _gloo_on_bind_address(store: "dist.Store", rank: int, world_size: int, timeout: timedelta) -> "dist.ProcessGroup":
+    options = dist.ProcessGroupGloo._Options()
+    options._devices = [dist.ProcessGroupGloo.create_device(hostname=_bind_address)]
+    options._timeout = timeout
+    return dist.ProcessGroupGloo(store, rank, world_size, options)
+
+
+def join_process_group(init_method: str, rank: int, world_size: int, timeout_s: float, address: str) -> None:
+    """Join the gloo process group of ``init_method`` with this worker's gloo transport bound to
+    ``address``, the address Ray and Spark use for this host.
+
+    Plain ``init_process_group("gloo")`` binds the address the host's *name* resolves to: on
+    Debian's and Ubuntu's default ``/etc/hosts`` that is ``127.0.1.1``, where no host name
+    resolves it is ``127.0.0.1``, and peers on other hosts are refused. gloo bound to an explicit
+    address is registered once per process as the backend :data:`GLOO_ON_ADDRESS`; it is gloo in
+    every other respect.
+
+    Examples
+    --------
+    >>> join_process_group("tcp://127.0.0.1:29517", rank=0, world_size=1, timeout_s=10, address="127.0.0.1")
+    >>> dist.get_backend(), dist.get_world_size()
+    ('zoo_lite_gloo', 1)
+    >>> dist.destroy_process_group()
+    """
+    global _bind_address
+    if not hasattr(dist.Backend, GLOO_ON_ADDRESS.upper()):
+        dist.Backend.register_backend(GLOO_ON_ADDRESS, _gloo_on_bind_address, devices=["cpu"])
+    _bind_address = address
+    dist.init_process_group(GLOO_ON_ADDRESS, init_method=init_method, rank=rank, world_size=world_size,
+                            timeout=timedelta(seconds=timeout_s))
 
 
 def sum_over_workers(buffer: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:

@@ -8,7 +8,6 @@ runner shares is :class:`~zoo_lite.learn.base.runner.RunnerBase`.
 from __future__ import annotations
 
 import io
-from datetime import timedelta
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -20,8 +19,8 @@ from zoo_lite.learn.base.callbacks import CallbackList, restore_callback_states
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, RunnerBase
 from zoo_lite.learn.base.worker_group import WorkerInfo
-from zoo_lite.learn.pytorch.exchange import (FlatExchange, NoExchange, gradient_exchange, sum_floats_over_workers,
-                                             sum_over_workers)
+from zoo_lite.learn.pytorch.exchange import (FlatExchange, NoExchange, gradient_exchange, join_process_group,
+                                             sum_floats_over_workers, sum_over_workers)
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
 from zoo_lite.learn.pytorch.specs import TargetRule, TorchSpec, build_model, model_dtype
 
@@ -113,11 +112,11 @@ class TorchRunner(RunnerBase):
     # -- group plumbing ---------------------------------------------------------------------------
 
     def connect(self, addresses: list[tuple[str, int]]) -> None:
-        """Join the gloo process group that rank 0's address hosts."""
+        """Join the gloo process group that rank 0's address hosts, bound to this worker's own
+        address (its Ray node's, ``addresses[rank]``)."""
         host, port = addresses[0]
-        settings = self.spec.worker_config
-        dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=self.rank, world_size=self.world_size,
-                                timeout=timedelta(seconds=settings.collective_timeout_s))
+        join_process_group(f"tcp://{host}:{port}", self.rank, self.world_size, self.spec.worker_config.collective_timeout_s,
+                           addresses[self.rank][0])
         summed_loss = getattr(self.loss_fn, "reduction", "mean") == "sum"
         self.exchange = gradient_exchange(list(self.model.parameters()), self.rank, self.world_size, summed_loss,
                                           self.open_host_sum)
