@@ -154,13 +154,14 @@ def user_code_by_value() -> Iterator[None]:
 
 
 class ByValue:
-    """A function (or any object) pickled when it is made, with the user's modules by value, and
-    unpickled once where it is used; calling it calls the function.
+    """A function (or any object) that travels with the user's modules by value, whenever it is
+    pickled; calling it calls the function.
 
     Spark pickles the functions of a job when the job runs, later than the call that took them,
     and pickles them by reference: an executor without the user's module fails with
-    ``ModuleNotFoundError``. Held this way, the user's code travels with the function, whenever
-    Spark pickles it.
+    ``ModuleNotFoundError``. Held this way, the user's code goes with the function. It is pickled
+    when Spark pickles the job (so that broadcast variables in its closure are sent with the
+    job), and once more when it is made, only to refuse at once what cannot be pickled.
 
     Examples
     --------
@@ -171,34 +172,60 @@ class ByValue:
     """
 
     def __init__(self, value: Any, argument: str) -> None:
-        from pyspark import cloudpickle
-
-        self.name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
-        try:
-            with user_code_by_value():
-                self._payload = cloudpickle.dumps(value)
-        except Exception as error:  # noqa: BLE001 - whatever cannot be pickled, the message says what
-            raise InvalidArgumentError(
-                f"{argument}={value!r} cannot be sent to the executors: pickling it failed with "
-                f"{type(error).__name__}: {error}; make it a module-level function, or one whose closure "
-                "holds no open file, lock, connection or SparkContext"
-            ) from error
-        self._value: Optional[Any] = value
+        self.value = value
+        # a function's own names, for messages (never repr: a partial's holds all its arguments)
+        self.__name__ = getattr(value, "__name__", None) or type(value).__name__
+        self.__qualname__ = getattr(value, "__qualname__", None) or self.__name__
+        _check_picklable(value, argument)
 
     @property
-    def value(self) -> Any:
-        """The object, unpickled at first use in this process."""
-        if self._value is None:
-            import pickle
-
-            self._value = pickle.loads(self._payload)
-        return self._value
+    def name(self) -> str:
+        """The function's qualified name."""
+        return self.__qualname__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.value(*args, **kwargs)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "_payload": self._payload, "_value": None}
+    def __reduce__(self) -> tuple[Callable[..., "ByValue"], tuple[str, str, bytes]]:
+        return _loaded_by_value, (self.__name__, self.__qualname__, _dumps_by_value(self.value))
+
+
+def _dumps_by_value(value: Any) -> bytes:
+    from pyspark import cloudpickle
+
+    with user_code_by_value():
+        return cloudpickle.dumps(value)
+
+
+def _loaded_by_value(name: str, qualified_name: str, payload: bytes) -> ByValue:
+    import pickle
+
+    loaded = ByValue.__new__(ByValue)
+    loaded.value = pickle.loads(payload)
+    loaded.__name__, loaded.__qualname__ = name, qualified_name
+    return loaded
+
+
+def _check_picklable(value: Any, argument: str) -> None:
+    """Pickle ``value`` as a job would, to raise here what cannot be; the broadcast variables that
+    pickling notes for the next job are put back as they were (this is no job)."""
+    from pyspark import SparkContext
+
+    registry = getattr(SparkContext._active_spark_context, "_pickled_broadcast_vars", None)
+    noted = list(registry) if registry is not None else []
+    try:
+        _dumps_by_value(value)
+    except Exception as error:  # noqa: BLE001 - whatever cannot be pickled, the message says what
+        raise InvalidArgumentError(
+            f"{argument}={value!r} cannot be sent to the executors: pickling it failed with "
+            f"{type(error).__name__}: {error}; make it a module-level function, or one whose closure "
+            "holds no open file, lock, connection or SparkContext"
+        ) from error
+    finally:
+        if registry is not None:
+            registry.clear()
+            for broadcast in noted:
+                registry.add(broadcast)
 
 
 def by_value(value: Callable[..., Any], argument: str) -> Callable[..., Any]:

@@ -85,4 +85,15 @@ class SharedValue:
         self.broadcast_data.unpersist(blocking)
 
     def __repr__(self) -> str:
-        return f"SharedValue(broadcast id={self.broadcast_data.id})"
+        """Names the broadcast (on the driver; an executor's copy has no id to show).
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context
+        >>> from zoo_lite.data import SharedValue
+        >>> _ = init_orca_context(cores=2)
+        >>> repr(SharedValue(1)).startswith("SharedValue(broadcast id=")
+        True
+        """
+        handle = getattr(self.broadcast_data, "_jbroadcast", None)
+        return f"SharedValue(broadcast id={handle.id() if handle is not None else '?'})"

@@ -1,0 +1,89 @@
+"""Fixtures of the multi-host tests: one simulated cluster per test session (a driver host and two
+worker hosts, Spark standalone), and agents that run the tests' driver code on the driver host.
+
+The cluster is built once and taken down at the end, also when a test fails or the run is
+interrupted (a reaper process takes it down if the session itself is killed). Where namespaces
+cannot be made (not root, no ``ip``), every test here is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.cluster import jobs
+from tests.cluster.agent import Agent
+from tests.cluster.namespaces import why_unavailable
+from tests.cluster.reaper import start_reaper, stop_reaper
+from tests.cluster.simulated import SimulatedCluster
+
+#: where cluster folders go: not /tmp, which every simulated host has its own of
+CLUSTER_FOLDERS = "/var/tmp"
+#: the /etc/hosts style the session's cluster starts with (the other two are tested per test)
+SESSION_HOSTS_STYLE = "debian"
+
+
+#: the modules in the order they run: the ones on the session's driver, then its stop, then the
+#: spark-submit jobs, which need the cluster's cores that the session's driver held
+MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_stop_across_hosts", "test_jobs_across_hosts")
+
+
+def _module_rank(item: pytest.Item) -> int:
+    name = Path(str(item.fspath)).stem
+    return MODULE_ORDER.index(name) if name in MODULE_ORDER else -1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    ours = [item for item in items if here in Path(str(item.fspath)).parents]
+    for item in ours:
+        item.add_marker(pytest.mark.hosts)
+    if ours:   # keep them together, where the first of them was, in MODULE_ORDER (a stable sort)
+        start = items.index(ours[0])
+        rest = [item for item in items if item not in ours]
+        items[:] = rest[:start] + sorted(ours, key=_module_rank) + rest[start:]
+
+
+@pytest.fixture(scope="session")
+def simulated_cluster() -> Iterator[SimulatedCluster]:
+    """A driver host and two worker hosts, each with one Spark worker of one core."""
+    why = why_unavailable()
+    if why is not None:
+        pytest.skip(f"the multi-host tests need simulated hosts, which cannot be made here: {why}")
+    folder = Path(tempfile.mkdtemp(prefix="zoo_lite-hosts-", dir=CLUSTER_FOLDERS))
+    reaper = start_reaper(folder)
+    try:
+        cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style=SESSION_HOSTS_STYLE, worker_memory="3g")
+        yield cluster
+        left = cluster.down()
+        assert not left, f"processes left on the simulated hosts at the end of the session: {left}"
+    finally:
+        stop_reaper(reaper)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cluster_driver(simulated_cluster: SimulatedCluster) -> Iterator[Agent]:
+    """The driver process on the driver host, with a zoo_lite context on the cluster (Ray included)."""
+    agent = Agent(simulated_cluster, "driver", "cluster-driver")
+    try:
+        agent.call(jobs.start_cluster_context, simulated_cluster.master_url, timeout_s=240)
+        yield agent
+    finally:
+        agent.close()
+
+
+@pytest.fixture(scope="session")
+def laptop(simulated_cluster: SimulatedCluster) -> Iterator[Agent]:
+    """The same driver code in local mode (local Spark and Ray) on the driver host: the single-host
+    run that the cluster's results are compared with."""
+    agent = Agent(simulated_cluster, "driver", "laptop")
+    try:
+        agent.call(jobs.start_local_context, timeout_s=180)
+        yield agent
+    finally:
+        agent.close()

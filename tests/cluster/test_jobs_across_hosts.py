@@ -1,0 +1,56 @@
+"""The examples run as spark-submit jobs against the simulated cluster's master, from the driver
+host, each under another /etc/hosts style, and leave nothing behind on any host."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.cluster.simulated import ROOT
+
+pytestmark = pytest.mark.timeout(600)
+
+_JOB_TIMEOUT_S = 420
+
+
+def spark_submit(cluster, script: str, *args: str) -> str:
+    done = cluster.run("driver", [str(ROOT / "scripts" / "spark-submit"), "--master", cluster.master_url,
+                                  "--executor-cores", "1", "--total-executor-cores", "2", "--executor-memory", "1g",
+                                  str(ROOT / "examples" / script), "--cluster-mode", "spark-submit", *args],
+                       timeout_s=_JOB_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return done.stdout
+
+
+def assert_hosts_clean(cluster) -> None:
+    deadline = time.monotonic() + 60
+    for host in cluster.hosts:
+        while (left := cluster.leftovers(host)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert left == [], f"left on {host} after the job"
+
+
+def test_the_quickstart_as_a_spark_submit_job_on_hosts_that_name_each_other(simulated_cluster) -> None:
+    simulated_cluster.set_hosts_style("cluster")
+    try:
+        out = spark_submit(simulated_cluster, "quickstart.py", "--epochs", "4", "--files", "2", "--output", str(simulated_cluster.shared / "quickstart"))
+    finally:
+        simulated_cluster.set_hosts_style(simulated_cluster.hosts_style)
+    assert float(re.search(r"\btest accuracy\s*:\s*([0-9.]+)", out).group(1)) >= 0.9, out
+    assert float(re.search(r"Keras test accuracy\s*:\s*([0-9.]+)", out).group(1)) >= 0.9, out
+    assert re.findall(r"(\d+) worker\(s\)", out) == ["2", "2"], out
+    assert_hosts_clean(simulated_cluster)
+
+
+def test_the_training_pipeline_job_on_hosts_whose_names_do_not_resolve(simulated_cluster) -> None:
+    simulated_cluster.set_hosts_style("none")
+    try:
+        out = spark_submit(simulated_cluster, "train_pipeline_job.py", "--rows", "3000", "--epochs", "3",
+                           "--output", str(simulated_cluster.shared / "pipeline"))
+    finally:
+        simulated_cluster.set_hosts_style(simulated_cluster.hosts_style)
+    assert "trained on 2 worker(s)" in out, out
+    assert float(re.search(r"test accuracy: ([0-9.]+)", out).group(1)) >= 0.8, out
+    assert_hosts_clean(simulated_cluster)
