@@ -251,7 +251,8 @@ def test_a_file_deleted_after_listing_is_named(tmp_path):
     save(tmp_path / "x" / "2.png", 8, 8, "RGB", 2)
     shards = read_images(str(tmp_path), size=SIZE)
     (tmp_path / "x" / "2.png").unlink()
-    with pytest.raises(DataReadError, match=r"read_images: cannot read 'file:.*/x/2.png' \(FileNotFoundError.*moved or deleted"):
+    with pytest.raises(DataReadError, match=r"read_images: '.*/x/2.png' was listed on host '[^']+' but is gone: it was "
+                                            r"deleted or moved while being read"):
         shards.collect()
 
 

@@ -2,14 +2,59 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+import functools
+import os
+import socket
+import uuid
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
-__all__ = ["expand_paths", "path_exists", "file_sizes"]
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+__all__ = ["expand_paths", "path_exists", "file_sizes", "this_host", "missing_on_executor", "missing_on_some_executor",
+           "check_every_host_sees",
+           "SHARED_PATH_ADVICE"]
+
+#: what to do about a path that not every host of a cluster sees
+SHARED_PATH_ADVICE = ("every host of a cluster must see it: use a shared file system mounted at the same path on every "
+                      "host (NFS), or hdfs:// or s3://")
 
 PathLike = Union[str, Sequence[str]]
 _GLOB_CHARS = ("*", "?", "[")
+
+
+def this_host() -> str:
+    """The name of the host this process runs on, as errors name hosts."""
+    return socket.gethostname()
+
+
+def missing_on_executor(argument: str, path: str, listed_on: str, executor_host: Optional[str] = None) -> str:
+    """The message for a file the driver listed on host ``listed_on`` that an executor did not find
+    on its host: ``executor_host`` when known, by default this one.
+
+    Examples
+    --------
+    >>> print(missing_on_executor("file_path", "/tmp/a.csv", "edge-node", "worker-7"))
+    file_path: '/tmp/a.csv' is on the driver's host 'edge-node', but an executor on host 'worker-7' did not find it; every host of a cluster must see it: use a shared file system mounted at the same path on every host (NFS), or hdfs:// or s3://
+    """
+    executor_host = executor_host or this_host()
+    if executor_host == listed_on:
+        return f"{argument}: {path!r} was listed on host {executor_host!r} but is gone: it was deleted or moved while being read"
+    return (f"{argument}: {path!r} is on the driver's host {listed_on!r}, but an executor on host {executor_host!r} did not "
+            f"find it; {SHARED_PATH_ADVICE}")
+
+
+def missing_on_some_executor(argument: str, path: str, listed_on: str) -> str:
+    """:func:`missing_on_executor` where Spark did not say which executor looked.
+
+    Examples
+    --------
+    >>> missing_on_some_executor("file_path", "/tmp/a.csv", "edge-node")[:80]
+    "file_path: '/tmp/a.csv' is on the driver's host 'edge-node', but an executor did"
+    """
+    return f"{argument}: {path!r} is on the driver's host {listed_on!r}, but an executor did not find it on its host; {SHARED_PATH_ADVICE}"
 
 
 def _filesystem(path: str):
@@ -98,3 +143,67 @@ def expand_paths(path: PathLike, argument: str = "file_path") -> list[str]:
     if isinstance(path, (list, tuple)) and path and all(isinstance(p, str) for p in path):
         return [file for entry in path for file in _expand_one(entry, argument)]
     raise InvalidArgumentError(f"{argument}={path!r} must be a path string or a non-empty list of path strings")
+
+
+def _local_path(path: str) -> Optional[str]:
+    """``path`` as a local file system path, or None when it names another file system."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return None if "://" in path else os.path.abspath(path)
+
+
+def _nearest_existing_folder(path: str) -> str:
+    folder = os.path.dirname(path.rstrip("/")) or "/"
+    while not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def _sees(marker: str, _: Any) -> tuple[str, bool]:
+    return this_host(), os.path.exists(marker)
+
+
+def check_every_host_sees(sc: "SparkContext", path: str, argument: str) -> None:
+    """Refuse a local ``path`` to write to that executors on other hosts do not see.
+
+    On a cluster, a writer running in the executors would put each part on the disk of the host
+    that wrote it, and the driver would find an empty folder. The driver leaves a marker file in
+    the path's nearest existing folder, and one task per task slot looks for it; where tasks run
+    in the driver (local mode), for other file systems, or where no marker can be written, there
+    is nothing to check.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Tasks on some host did not see the marker: the message names the path, the driver's host
+        and those hosts.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from zoo_lite import init_orca_context
+    >>> sc = init_orca_context(cores=2)
+    >>> check_every_host_sees(sc, tempfile.mkdtemp() + "/out", "path")  # local mode: nothing to check
+    """
+    local = _local_path(path)
+    master = sc.master
+    if local is None or master == "local" or master.startswith("local["):
+        return
+    marker = os.path.join(_nearest_existing_folder(local), f".zoo_lite-visible-{uuid.uuid4().hex}")
+    try:
+        open(marker, "x").close()
+    except OSError:
+        return
+    try:
+        slots = max(1, sc.defaultParallelism)
+        seen = sc.parallelize(range(slots), slots).map(functools.partial(_sees, marker)).collect()
+    finally:
+        os.unlink(marker)
+    blind = sorted({host for host, sees in seen if not sees})
+    if blind:
+        raise InvalidArgumentError(
+            f"{argument}={path!r} is on the driver's host {this_host()!r}, which the executors on {blind} do not see: "
+            f"each would write its part to its own disk; {SHARED_PATH_ADVICE}"
+        )

@@ -1962,7 +1962,9 @@ class SparkXShards(XShards):
         Raises
         ------
         InvalidArgumentError
-            ``path`` exists already, or ``batchSize`` is not a positive integer.
+            ``path`` exists already, ``batchSize`` is not a positive integer, or ``path`` is a
+            folder on the driver's host that executors on other hosts do not see (each would write
+            its part to its own disk): on a cluster, save to a shared file system, HDFS or S3.
 
         Examples
         --------
@@ -1979,10 +1981,11 @@ class SparkXShards(XShards):
         ...
         zoo_lite.errors.InvalidArgumentError: path=... already exists; remove it or choose a new path
         """
-        from zoo_lite.data.paths import path_exists
+        from zoo_lite.data.paths import check_every_host_sees, path_exists
 
         if path_exists(path):
             raise InvalidArgumentError(f"path={path!r} already exists; remove it or choose a new path")
+        check_every_host_sees(self._sc, path, "path")
         run_job(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, check_positive_int(batchSize, "batchSize")))
         return self
 

@@ -7,19 +7,26 @@ Both :mod:`zoo_lite.data.shard` and :mod:`zoo_lite.data.ray_xshards` run their j
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, TypeVar
+import contextlib
+import os
+import re
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypeVar
 
+from zoo_lite.data.paths import missing_on_executor, missing_on_some_executor, this_host
 from zoo_lite.errors import ContextStoppedError, DataReadError, decode_remote_error
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["run_job", "ensure_alive"]
+__all__ = ["run_job", "ensure_alive", "spark_read_errors"]
 
 T = TypeVar("T")
 
 # markers of Spark's own reader failures in a job's error text
 _SPARK_READ_ERRORS = ("FAILED_READ_FILE", "MALFORMED_RECORD_IN_PARSING", "FileNotFoundException")
+# the file Spark's reader did not find, and the executor that looked for it
+_MISSING_FILE = re.compile(r"(?:reading file|FileNotFoundException: File) (?:file:)?/*(/\S+?)\.? (?:File )?does not exist")
+_LOST_TASK_HOST = re.compile(r"Lost task [^(]*\(TID \d+\) \(([^ ()]+) executor")
 
 
 def ensure_alive(sc: "SparkContext") -> None:
@@ -100,9 +107,46 @@ def run_job(sc: "SparkContext", action: Callable[[], T]) -> T:
         raise remote
 
 
-def _raise_read_error_if_any(error: Exception) -> None:
-    """Spark's own reader failures (a malformed file, a file gone since listing) as DataReadError."""
+@contextlib.contextmanager
+def spark_read_errors(argument: str = "file_path") -> Iterator[None]:
+    """Within the block, Spark's own reader failures raise :class:`DataReadError` (a reader
+    infers its schema with a job of its own, when it is called).
+
+    Examples
+    --------
+    >>> with spark_read_errors():
+    ...     raise RuntimeError("[FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file file:/nowhere/a.csv. File does not exist.")
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.DataReadError: Spark could not read an input file: [FAILED_READ_FILE.FILE_NOT_EXIST] ...
+    """
+    try:
+        yield
+    except Exception as error:
+        _raise_read_error_if_any(error, argument)
+        raise
+
+
+def _missing_on_executor(text: str, argument: str) -> Optional[str]:
+    """The message for a file an executor did not find that the driver's host has."""
+    missing, lost_on = _MISSING_FILE.search(text), _LOST_TASK_HOST.search(text)
+    if missing is None:
+        return None
+    path = missing.group(1)
+    if not os.path.exists(path):
+        return None
+    if lost_on is None:   # Spark names the executor's address only when a job's stage failed
+        return missing_on_some_executor(argument, path, this_host())
+    return missing_on_executor(argument, path, this_host(), lost_on.group(1))
+
+
+def _raise_read_error_if_any(error: Exception, argument: str = "file_path") -> None:
+    """Spark's own reader failures (a malformed file, a file gone since listing, a file only the
+    driver's host has) as DataReadError."""
     text = str(error)
     if any(marker in text for marker in _SPARK_READ_ERRORS):
+        elsewhere = _missing_on_executor(text, argument)
+        if elsewhere is not None:
+            raise DataReadError(elsewhere) from error
         summary = next((line.strip() for line in text.splitlines() if any(m in line for m in _SPARK_READ_ERRORS)), text[:500])
         raise DataReadError(f"Spark could not read an input file: {summary}") from error

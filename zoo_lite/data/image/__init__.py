@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Se
 import numpy as np
 
 from zoo_lite.data import convert
+from zoo_lite.data.paths import check_every_host_sees, missing_on_executor, this_host
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.data.spark_jobs import run_job
 from zoo_lite.errors import (
@@ -420,24 +421,27 @@ def _images_of_local_files(slices: Iterator[list[tuple[str, str]]]) -> Iterator[
             yield path, local, None
 
 
-def _file_bytes(reader: str, path: str, source: Union[bytes, str]) -> bytes:
+def _file_bytes(reader: str, path: str, source: Union[bytes, str], listed_on: str) -> bytes:
     if isinstance(source, bytes):
         return source
     try:
         with open(source, "rb") as file:
             return file.read()
-    except OSError as error:  # listed on the driver, gone or unreadable here: not a decoding error
+    except FileNotFoundError as error:   # listed on the driver's host: not on this one, or gone since
+        raise DataReadError(missing_on_executor(reader, source, listed_on)) from error
+    except OSError as error:  # listed on the driver, unreadable here: not a decoding error
         raise DataReadError(f"{reader}: cannot read {path!r} ({type(error).__name__}: {error}); "
                             "was it moved or deleted after the call that listed it?") from error
 
 
 def _decode_partition(partition_index: int, images: Iterator[Image_], *, reader: str, size: tuple[int, int],
                       mode: str, label: Label, labelled: bool, classes: Optional[Mapping[str, int]], on_error: str,
-                      skipped: "Accumulator") -> list[dict[str, np.ndarray]]:
-    """One partition's shard of its images, in their order (with ``"y"`` if ``labelled``)."""
+                      skipped: "Accumulator", listed_on: str) -> list[dict[str, np.ndarray]]:
+    """One partition's shard of its images, in their order (with ``"y"`` if ``labelled``); local
+    files were listed on host ``listed_on``."""
     pixels, labels = [], []
     for path, source, stored in images:
-        content = _file_bytes(reader, path, source)
+        content = _file_bytes(reader, path, source, listed_on)
         try:
             pixels.append(_decode(content, size, mode))
         except Exception as error:  # noqa: BLE001 - Pillow's decoders raise many kinds for a bad file
@@ -483,6 +487,7 @@ def _decoded_shards(df: Optional["SparkDataFrame"], files: Sequence[str], *, num
     skipped = sc.accumulator(frozenset(), _skipped_param(reader))
     decode = functools.partial(
         _decode_partition, reader=reader, size=size, mode=mode, label=label, on_error=on_error, skipped=skipped,
+        listed_on=this_host(),
         labelled=label is not None or (df is not None and "label" in df.columns),
         classes={name: index for index, name in enumerate(classes)} if classes is not None and label == "folder" else None,
     )
@@ -682,8 +687,9 @@ def write_parquet(format: str, output_path: str, path: Optional[str] = None, *, 
     ------
     InvalidArgumentError
         An argument has a value it cannot take (see :func:`read_images`), ``format`` is not an
-        image format, ``path`` and ``directory`` are both or neither given, or ``label_map`` is
-        not a dict of folder name to int.
+        image format, ``path`` and ``directory`` are both or neither given, ``label_map`` is
+        not a dict of folder name to int, or ``output_path`` is a folder on the driver's host that
+        executors on other hosts do not see (on a cluster: write to a shared file system, HDFS or S3).
     DataReadError
         With ``on_error="raise"``: a file Pillow cannot decode (the message names it).
     ContextStoppedError
@@ -715,6 +721,7 @@ def write_parquet(format: str, output_path: str, path: Optional[str] = None, *, 
     on_error = _check_choice(on_error, "on_error", _ON_ERROR)
     write_mode = _check_choice(write_mode, "write_mode", _WRITE_MODES)
     session = _image_session()
+    check_every_host_sees(session.sparkContext, output_path, "output_path")
     df, files = _list_images(session, source, "path" if path is not None else "directory")
     if label_map is not None:
         mapping, classes = label_map, _label_map_classes(label_map)

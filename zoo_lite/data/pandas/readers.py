@@ -28,9 +28,11 @@ import numpy as np
 import pandas as pd
 
 from zoo_lite.data import convert
-from zoo_lite.data.paths import PathLike, expand_paths, file_sizes
+from zoo_lite.data.paths import PathLike, expand_paths, file_sizes, missing_on_executor, this_host
 from zoo_lite.data.shard import SparkXShards
+from zoo_lite.data.spark_jobs import spark_read_errors
 from zoo_lite.errors import DataReadError, InvalidArgumentError, raising_transportably
+from zoo_lite.user_code import ByValue
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame as SparkDataFrame
@@ -146,13 +148,17 @@ def _even_groups(sizes: Sequence[int], count: int) -> list[range]:
 def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
     sc = _session().sparkContext
     groups = [[files[index] for index in group] for group in file_groups(file_sizes(files), sc.defaultParallelism)]
+    options = ByValue(dict(kwargs), "keyword arguments")   # converters and other functions of the user's own modules
+    listed_on = this_host()
 
     @raising_transportably
     def read_partition(file_lists: Iterator[list[str]]) -> list[pd.DataFrame]:
         frames = []
         for path in (path for paths in file_lists for path in paths):
             try:
-                frames.append(reader(path, **kwargs))
+                frames.append(reader(path, **options.value))
+            except FileNotFoundError as error:
+                raise DataReadError(missing_on_executor(argument, path, listed_on)) from error
             except (ValueError, OSError) as error:
                 hint = "; pass on_bad_lines='skip' to drop malformed rows" if isinstance(error, pd.errors.ParserError) else ""
                 raise DataReadError(f"{argument}: reading {path!r} failed: {type(error).__name__}: {str(error).strip()}{hint}") from error
@@ -1122,7 +1128,8 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
         return _read_text_with_pandas(files, read_csv_file, kwargs, "read_csv")
-    return _read_csv_spark(files, dict(kwargs))
+    with spark_read_errors():
+        return _read_csv_spark(files, dict(kwargs))
 
 
 def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
@@ -1181,7 +1188,8 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     files = expand_paths(file_path, "file_path")
     if _resolve_backend(backend) == "pandas":
         return _read_json_pandas(files, _json_layout(files, kwargs))
-    return _read_json_spark(files, dict(kwargs))
+    with spark_read_errors():
+        return _read_json_spark(files, dict(kwargs))
 
 
 def _spark_schema(schema: Any) -> "StructType":
@@ -1260,7 +1268,8 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, s
             kwargs = dict(kwargs, schema=to_arrow_schema(spark_schema, prefers_large_types=False))
         return _read_files_with_pandas(files, pd.read_parquet, dict(kwargs, columns=columns), "read_parquet")
     reader = _session().read.options(**{k: str(v) for k, v in kwargs.items()})
-    df = (reader.schema(spark_schema) if spark_schema is not None else reader).parquet(*files)
+    with spark_read_errors():
+        df = (reader.schema(spark_schema) if spark_schema is not None else reader).parquet(*files)
     if columns is not None:
         missing = [column for column in columns if column not in df.columns]
         if missing:
