@@ -415,6 +415,17 @@ def test_callbacks_run_on_every_worker_and_checkpoints_and_event_files_are_writt
     est.shutdown()
 
 
+def test_relative_callback_paths_are_the_drivers(two_workers, tmp_path, monkeypatch) -> None:
+    """The workers run elsewhere (Ray's own working directory): a relative path is the driver's."""
+    monkeypatch.chdir(tmp_path)
+    est = linear_estimator()
+    est.fit(shards_with_sizes(regression_arrays(20), [10, 10]), epochs=2, batch_size=10,
+            callbacks=[ModelCheckpoint("ckpt"), TensorBoard("tb")])
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["epoch=1.ckpt", "epoch=2.ckpt"]
+    assert glob.glob(str(tmp_path / "tb" / "events.out.tfevents*"))
+    est.shutdown()
+
+
 def test_tqdm_progress_shows_steps_on_the_driver(two_workers, capfd) -> None:
     est = linear_estimator(use_tqdm=True)
     est.fit(shards_with_sizes(regression_arrays(40), [20, 20]), epochs=2, batch_size=10)

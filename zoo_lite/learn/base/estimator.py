@@ -27,6 +27,7 @@ from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
+from zoo_lite.learn.base.file_relay import FitFiles
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
@@ -136,9 +137,11 @@ class GroupEstimator:
         self._extras = self.framework.state.decode_into(self._model, blob)
         self._workers_have_driver_state = False
 
-    def _pull_state(self) -> None:
-        """Bring rank 0's state (model, optimizer, scheduler, epoch) to the driver."""
-        self._extras = self.framework.state.decode_into(self._model, self._call_rank0(_get_state))
+    def _pull_state(self) -> bytes:
+        """Bring rank 0's state (model, optimizer, scheduler, epoch) to the driver; its bytes."""
+        blob = self._call_rank0(_get_state)
+        self._extras = self.framework.state.decode_into(self._model, blob)
+        return blob
 
     def _trained_epochs(self) -> int:
         """Epochs the driver's state has been trained for (over every fit)."""
@@ -289,11 +292,20 @@ class GroupEstimator:
         done = self._trained_epochs()
         return f"epoch {done}" if done else "the start"
 
-    def _keep_epoch_state(self, with_callbacks: bool) -> None:
+    def _keep_epoch_state(self, files: FitFiles) -> None:
         """After each completed epoch: the state (and the callbacks' state, when the fit has
-        callbacks: one call fewer per epoch otherwise) a resumed fit starts from."""
-        self._pull_state()
-        self._kept_fit_extras = self._call_rank0(_callback_states) if with_callbacks else None
+        callbacks: one call fewer per epoch otherwise) a resumed fit starts from, written to
+        ``model_dir`` by the driver, on its own host; the files rank 0's callbacks wrote where it
+        does not see the driver's paths, copied to them."""
+        blob = self._pull_state()
+        if self.model_dir:
+            checkpoints.write_atomically(checkpoints.checkpoint_path(self.model_dir, self._trained_epochs()), blob)
+        self._kept_fit_extras = self._call_rank0(_callback_states) if files.callbacks else None
+        self._copy_relayed_files(files, final=False)
+
+    def _copy_relayed_files(self, files: FitFiles, final: bool) -> None:
+        if files.relaying:
+            files.copy(self._call_rank0(functools.partial(_relayed_files, final)))
 
     # -- data -----------------------------------------------------------------------------------------
 
@@ -366,9 +378,15 @@ class GroupEstimator:
                                     quiet=request.verbose == 0)
         history: list[dict[str, Any]] = []
 
+        files = FitFiles(request.callbacks, self.framework.callback_output_paths)
+
         def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
-            plan = FitPlan(list(request.callbacks), request.epochs.stop, steps_each, self.model_dir, resumed_states)
-            self._call(lambda runner: runner.begin_fit(plan))
+            relays = files.plan(resumed=resumed_states is not None)
+            plan = FitPlan(list(request.callbacks), request.epochs.stop, steps_each, relays, resumed_states)
+            try:
+                self._call(lambda runner: runner.begin_fit(plan))
+            finally:
+                relays.remove_markers()
 
         def restart() -> None:   # after a lost worker: the new group reloads the data and begins again
             load()
@@ -393,7 +411,7 @@ class GroupEstimator:
                                      request.val_max_steps, request.options)
                     logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), poll)[0],
                                                recovery, f"epoch {self._trained_epochs() + 1}")
-                    self._keep_epoch_state(bool(request.callbacks))
+                    self._keep_epoch_state(files)
                     interrupts.check()
                     stop = logs.pop("stop_training", False)
                     reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)
@@ -403,6 +421,7 @@ class GroupEstimator:
                         break
                 final = {name: value for name, value in logs.items() if name != "epoch_time_s"}
                 self._with_recovery(lambda: self._call(lambda runner: runner.end_fit(final)), recovery, "end_fit")
+                self._copy_relayed_files(files, final=True)
         finally:
             reporter.close()
         self._pull_state()
@@ -568,6 +587,10 @@ def _get_state(runner: Runner) -> bytes:
 
 def _callback_states(runner: Runner) -> list[dict[str, Any]]:
     return runner.callback_states()
+
+
+def _relayed_files(final: bool, runner: Runner) -> list[tuple[str, bytes]]:
+    return runner.relayed_files(final)
 
 
 def _load_rows(key: str, held: list[Any], partition_rows: list[int], one_row: Any, runner: Runner) -> int:

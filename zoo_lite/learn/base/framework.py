@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base.file_relay import declared_output_paths
 
 if TYPE_CHECKING:
     from zoo_lite.learn.base.predict import PredictRecipe
@@ -67,6 +68,10 @@ class Framework:
     cast_labels : callable
         ``(labels, label_rule) -> labels``: a worker's labels as the loss takes them, by the
         runner's ``label_rule`` (the loss's class-index rule, or the model's float dtype).
+    callback_output_paths : callable
+        ``callback -> attribute names`` of the paths the callback writes files to (its
+        ``output_paths``, plus the framework's own file-writing callbacks); see
+        :mod:`zoo_lite.learn.base.file_relay`.
 
     Examples
     --------
@@ -85,6 +90,7 @@ class Framework:
     batch_size: Callable[[Any, dict[str, Any], int], int]
     cast_labels: Callable[[Any, Any], Any]
     prepare_input: Callable[[Any], Any] = _unchanged
+    callback_output_paths: Callable[[Any], Sequence[str]] = declared_output_paths
 
 
 #: the keys of the user's ``config`` dict that zoo_lite read before WorkerConfig (deprecated there)

@@ -22,7 +22,7 @@ import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import callback_states
-from zoo_lite.learn.base.checkpoints import checkpoint_path, write_atomically
+from zoo_lite.learn.base.file_relay import RelayPlan, StagedFiles
 from zoo_lite.learn.base.host_exchange import HostSum, host_sum_if_one_host
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ PUBLISH_INTERVAL_S = 0.2
 class FitPlan:
     """What a runner's ``begin_fit`` gets: the fit's callbacks and its extent.
 
-    ``resumed_states`` (from :meth:`Runner.callback_states`) continues a fit that lost a worker.
+    ``relays`` says where the callbacks write files and how rank 0 tells whether it sees those
+    paths (:mod:`zoo_lite.learn.base.file_relay`); ``resumed_states`` (from
+    :meth:`Runner.callback_states`) continues a fit that lost a worker.
 
     Examples
     --------
@@ -53,7 +55,7 @@ class FitPlan:
     callbacks: Sequence[Any]
     epochs: int
     steps_per_epoch: int
-    model_dir: Optional[str] = None
+    relays: Optional[RelayPlan] = None
     resumed_states: Optional[list[dict[str, Any]]] = None
 
 
@@ -119,6 +121,16 @@ class Runner(Protocol):
     def end_fit(self, logs: dict[str, Any]) -> None:
         """End a fit's callbacks."""
 
+    def relayed_files(self, final: bool) -> list[tuple[str, bytes]]:
+        """``(driver path, bytes)`` of the files the callbacks wrote into the staging folder since
+        the last call (rank 0); ``final`` deletes the folder after."""
+
+    def relayed_files(self, final: bool) -> list[tuple[str, bytes]]:
+        files = self.staged_files.changed_files()
+        if final:
+            self.staged_files.close()
+        return files
+
     def callback_states(self) -> list[dict[str, Any]]:
         """The fit's callbacks' state, for a resumed fit."""
 
@@ -129,7 +141,7 @@ class Runner(Protocol):
 class RunnerBase:
     """What every framework's runner shares: place in the group, state through the framework's
     codec, feeds, rows with their labels cast, the epoch and validation loops, progress, and the
-    per-epoch checkpoint.
+    files its callbacks write.
 
     A subclass sets ``model`` and ``label_rule`` (what ``framework.cast_labels`` takes) and fills
     in the hooks: :meth:`held_feed`, :meth:`state_extras` / :meth:`take_extras`, the training
@@ -150,7 +162,7 @@ class RunnerBase:
         self.world_size = info.world_size
         self.feeds: dict[str, Any] = {}
         self.progress: dict[str, Any] = {}
-        self.model_dir: Optional[str] = None
+        self.staged_files = StagedFiles(None)
         self.epoch = 0   # epochs trained, over every fit: seeds the shuffle and names checkpoints
         self.fit_callbacks: list[Any] = []   # the running fit's callbacks, as the user gave them
         self._published_at = 0.0
@@ -170,11 +182,6 @@ class RunnerBase:
 
     def set_state(self, blob: bytes) -> None:
         self.take_extras(self.framework.state.decode_into(self.model, blob))
-
-    def write_epoch_checkpoint(self, epoch: int) -> None:
-        """Rank 0 writes the state after ``epoch`` to the fit's ``model_dir``, if it has one."""
-        if self.rank == 0 and self.model_dir:
-            write_atomically(checkpoint_path(self.model_dir, epoch), self.get_state())
 
     # -- rows -------------------------------------------------------------------------------------
 
@@ -253,7 +260,6 @@ class RunnerBase:
             logs.update(self.evaluate_feed(plan.val_key, plan.batch_size, plan.val_max_steps, prefix="val_"))
         elapsed = time.monotonic() - started
         stop = self.epoch_ends(plan, logs, elapsed)
-        self.write_epoch_checkpoint(self.epoch)
         return {**logs, "epoch_time_s": elapsed, "stop_training": stop}
 
     def validate(self, key: str, batch_size: int, max_steps: Optional[int] = None) -> dict[str, Any]:
@@ -303,9 +309,10 @@ class RunnerBase:
     # -- progress ---------------------------------------------------------------------------------
 
     def start_fit(self, plan: FitPlan) -> None:
-        """A new fit: where its checkpoints go, and no steps yet (the driver's display must not
-        show the previous fit's)."""
-        self.model_dir = plan.model_dir
+        """A new fit: rank 0's callbacks write where it sees the driver's paths and into a staging
+        folder elsewhere, and no steps yet (the driver's display must not show the previous fit's)."""
+        self.staged_files.close()
+        self.staged_files = StagedFiles.redirect(plan.callbacks, plan.relays if self.rank == 0 else None)
         self.progress = {}
         self.info.publish_progress({})
         self._published_at = 0.0
@@ -329,6 +336,12 @@ class RunnerBase:
 
     def first_step_at(self) -> Optional[float]:
         return self.progress.get("first_step_at")
+
+    def relayed_files(self, final: bool) -> list[tuple[str, bytes]]:
+        files = self.staged_files.changed_files()
+        if final:
+            self.staged_files.close()
+        return files
 
     def callback_states(self) -> list[dict[str, Any]]:
         """The fit's callbacks' state, for a fit resumed after a lost worker (rank 0's callbacks

@@ -1,8 +1,10 @@
 """Callbacks for the PyTorch Estimator: Orca's ``Callback`` hooks, ``ModelCheckpoint`` and ``TensorBoard``.
 
 They run on the workers (see :mod:`zoo_lite.learn.base.callbacks`); the ones that write files do
-so on rank 0 only, so ``filepath`` / ``log_dir`` must be reachable from the workers (on a cluster:
-a shared file system).
+so on rank 0 only, and their files land at ``filepath`` / ``log_dir`` on the driver's host (a
+relative path is the driver's): where rank 0 runs on another host that does not see the path,
+zoo_lite copies them there after every epoch (:mod:`zoo_lite.learn.base.file_relay`). A callback
+of your own names the attributes holding its output paths in ``output_paths`` for the same.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class ModelCheckpoint(Callback):
 
     A checkpoint is loaded with ``estimator.load_checkpoint(Estimator.latest_checkpoint(folder))``.
     """
+
+    output_paths = ("filepath",)
 
     def __init__(self, filepath: str, save_weights_only: bool = False, by_epoch: bool = True, interval: int = 1) -> None:
         if not isinstance(filepath, str) or not filepath:
@@ -83,6 +87,8 @@ class TensorBoard(Callback):
     >>> TensorBoard(tempfile.mkdtemp(), freq=10).freq
     10
     """
+
+    output_paths = ("log_dir",)
 
     def __init__(self, log_dir: str, freq: Any = "epoch") -> None:
         if not (freq == "epoch" or (isinstance(freq, int) and freq > 0)):

@@ -6,8 +6,11 @@ holds its own copy of the model and optimizer: ``EarlyStopping`` (its ``stop_tra
 ``restore_best_weights``), ``LearningRateScheduler``, ``ReduceLROnPlateau``, ``TerminateOnNaN``,
 and any callback with ``run_on_every_worker = True``. All others (``ModelCheckpoint``,
 ``TensorBoard``, ``CSVLogger``, ``LambdaCallback``, your own) run on rank 0 only, so files are
-written once; their paths must be reachable from the workers (on a cluster: a shared file
-system). If any worker's model asks to stop, every worker stops after that epoch.
+written once. The files of ``ModelCheckpoint``, ``TensorBoard`` and ``CSVLogger`` (and of a
+callback of your own that names its path attributes in ``output_paths``) land at their paths on
+the driver's host: where rank 0 runs on a host that does not see the path, zoo_lite copies them
+there after every epoch (:mod:`zoo_lite.learn.base.file_relay`). If any worker's model asks to
+stop, every worker stops after that epoch.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base.file_relay import declared_output_paths
 
-__all__ = ["callbacks_for_rank", "check_callbacks", "wants_batch_logs"]
+__all__ = ["callbacks_for_rank", "check_callbacks", "wants_batch_logs", "output_paths_of"]
 
 
 def _steering_classes() -> tuple[type, ...]:
@@ -24,6 +28,24 @@ def _steering_classes() -> tuple[type, ...]:
 
     return (keras.callbacks.EarlyStopping, keras.callbacks.LearningRateScheduler, keras.callbacks.ReduceLROnPlateau,
             keras.callbacks.TerminateOnNaN)
+
+
+def output_paths_of(callback: Any) -> tuple[str, ...]:
+    """The attributes holding the paths a Keras callback writes to (Keras' file writers, and a
+    callback's own ``output_paths``).
+
+    Examples
+    --------
+    >>> import keras
+    >>> output_paths_of(keras.callbacks.CSVLogger("log.csv")), output_paths_of(keras.callbacks.EarlyStopping())
+    (('filename',), ())
+    """
+    import keras
+
+    own = {keras.callbacks.ModelCheckpoint: "filepath", keras.callbacks.TensorBoard: "log_dir",
+           keras.callbacks.CSVLogger: "filename"}
+    builtin = tuple(attribute for kind, attribute in own.items() if isinstance(callback, kind))
+    return builtin + tuple(name for name in declared_output_paths(callback) if name not in builtin)
 
 
 def check_callbacks(callbacks: Optional[Sequence[Any]]) -> list[Any]:

@@ -22,7 +22,7 @@ from zoo_lite.learn.base.progress import learn_logger
 from zoo_lite.learn.base.worker_group import Workers
 from zoo_lite.learn.metrics import keras_custom_objects, keras_metrics, with_keras_metrics
 from zoo_lite.learn.tf2 import datasets
-from zoo_lite.learn.tf2.callbacks import check_callbacks
+from zoo_lite.learn.tf2.callbacks import check_callbacks, output_paths_of
 from zoo_lite.learn.tf2.feeds import as_model_dtype
 from zoo_lite.learn.tf2.predict import KERAS_OWN_MODEL_PREDICT
 from zoo_lite.learn.tf2.runner import KerasRunner
@@ -42,6 +42,7 @@ KERAS = Framework(
     batch_size=datasets.global_batch_size,
     cast_labels=as_model_dtype,
     prepare_input=datasets.shippable,
+    callback_output_paths=output_paths_of,
 )
 
 
