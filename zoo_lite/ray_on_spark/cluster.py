@@ -17,7 +17,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from zoo_lite.errors import (
     ClusterStartError,
@@ -41,7 +41,7 @@ from zoo_lite.spark_settings import RaySettings, memory_to_mb, registered_execut
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes", "serve_active_ray_context"]
+__all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes", "serve_active_ray_context", "executors_expected"]
 
 _LOCAL_HOST = "127.0.0.1"
 _STOP_TIMEOUT_S = 30.0
@@ -391,10 +391,30 @@ def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
 
 
+def executors_expected(conf: Mapping[str, str]) -> int:
+    """How many executors a Spark conf asks for: ``spark.executor.instances``; else, as a
+    standalone master grants them, ``spark.cores.max // spark.executor.cores``
+    (``--total-executor-cores`` / ``--executor-cores``); else at least one.
+
+    Examples
+    --------
+    >>> executors_expected({"spark.executor.instances": "3"}), executors_expected({})
+    (3, 1)
+    >>> executors_expected({"spark.cores.max": "8", "spark.executor.cores": "2"})
+    4
+    """
+    if conf.get("spark.executor.instances"):
+        return max(1, int(conf["spark.executor.instances"]))
+    cores_max, executor_cores = conf.get("spark.cores.max"), conf.get("spark.executor.cores")
+    if cores_max and executor_cores:
+        return max(1, int(cores_max) // max(1, int(executor_cores)))
+    return 1
+
+
 def _executors_registered(spark: "SparkSession", timeout_s: float) -> int:
-    """The executors registered once those spark-submit asked for (``spark.executor.instances``,
-    else at least one) have come up; a master whose executors never come is a clear error."""
-    wanted = max(1, int(spark.sparkContext.getConf().get("spark.executor.instances", "1")))
+    """The executors registered once those the conf asks for (:func:`executors_expected`) have
+    come up; a master whose executors never come is a clear error."""
+    wanted = executors_expected(dict(spark.sparkContext.getConf().getAll()))
     deadline = time.monotonic() + timeout_s
     while registered_executors(spark) < wanted and time.monotonic() < deadline:
         time.sleep(0.2)
