@@ -23,7 +23,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-__all__ = ["Agent", "RemoteFailure", "serve"]
+__all__ = ["Agent", "Pending", "RemoteFailure", "serve"]
 
 _START_TIMEOUT_S = 60.0
 _AUTHKEY_ENV = "ZOO_LITE_AGENT_KEY"
@@ -77,6 +77,7 @@ class Agent:
             env=cluster.environment(host, {**(env or {}), _AUTHKEY_ENV: key}),
             cwd=cwd or str(_ROOT), log=self.log)
         self.connection = self._connect(key.encode())
+        self.pending: Optional[Pending] = None
 
     def _connect(self, key: bytes) -> Connection:
         deadline = time.monotonic() + _START_TIMEOUT_S
@@ -96,16 +97,19 @@ class Agent:
     def call(self, function: Callable[..., Any], *args: Any, timeout_s: float = 300.0, **kwargs: Any) -> Any:
         """``function(*args, **kwargs)`` run on the agent's host; its value, or its exception raised
         here with the agent's traceback attached."""
+        return self.submit(function, *args, **kwargs).result(timeout_s)
+
+    def submit(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "Pending":
+        """Start ``function(*args, **kwargs)`` on the agent's host and return at once (the test
+        process can drive another agent meanwhile); one call at a time per agent."""
+        if self.pending is not None:   # a call whose result nobody read (its test failed first)
+            try:
+                self.pending.result()
+            except Exception:  # noqa: BLE001 - that test already failed for its own reason
+                pass
         self.connection.send((function, args, kwargs))
-        if not self.connection.poll(timeout_s):
-            self.close(kill=True)
-            raise TimeoutError(f"{function.__name__} did not return within {timeout_s:.0f} s on {self.host}; "
-                               f"the agent was killed. Its output:\n{self.log_tail()}")
-        status, value, text = self.connection.recv()
-        if status == "ok":
-            return value
-        value.add_note(f"raised on {self.host}:\n{text}")
-        raise value
+        self.pending = Pending(self, function.__name__)
+        return self.pending
 
     def close(self, kill: bool = False, timeout_s: float = 60.0) -> None:
         """End the agent: close its connection (it returns from its loop and exits, which stops a
@@ -121,6 +125,27 @@ class Agent:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout_s)
+
+
+class Pending:
+    """A call sent to an agent, whose result has not been read yet."""
+
+    def __init__(self, agent: Agent, name: str) -> None:
+        self.agent, self.name = agent, name
+
+    def result(self, timeout_s: float = 300.0) -> Any:
+        """The call's value, or its exception raised here, waiting at most ``timeout_s``."""
+        agent = self.agent
+        agent.pending = None
+        if not agent.connection.poll(timeout_s):
+            agent.close(kill=True)
+            raise TimeoutError(f"{self.name} did not return within {timeout_s:.0f} s on {agent.host}; "
+                               f"the agent was killed. Its output:\n{agent.log_tail()}")
+        status, value, text = agent.connection.recv()
+        if status == "ok":
+            return value
+        value.add_note(f"raised on {agent.host}:\n{text}")
+        raise value
 
 
 _ROOT = Path(__file__).resolve().parents[2]

@@ -67,23 +67,28 @@ def simulated_cluster() -> Iterator[SimulatedCluster]:
 
 
 @pytest.fixture(scope="session")
-def cluster_driver(simulated_cluster: SimulatedCluster) -> Iterator[Agent]:
-    """The driver process on the driver host, with a zoo_lite context on the cluster (Ray included)."""
-    agent = Agent(simulated_cluster, "driver", "cluster-driver")
+def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
+    """The cluster's driver and the single-host driver, started side by side (their start-ups
+    wait on different things)."""
+    agents = {"cluster": Agent(simulated_cluster, "driver", "cluster-driver"), "laptop": Agent(simulated_cluster, "driver", "laptop")}
     try:
-        agent.call(jobs.start_cluster_context, simulated_cluster.master_url, timeout_s=240)
-        yield agent
+        laptop_started = agents["laptop"].submit(jobs.start_local_context)
+        agents["cluster"].call(jobs.start_cluster_context, simulated_cluster.master_url, timeout_s=240)
+        laptop_started.result(timeout_s=180)
+        yield agents
     finally:
-        agent.close()
+        for agent in agents.values():
+            agent.close()
 
 
 @pytest.fixture(scope="session")
-def laptop(simulated_cluster: SimulatedCluster) -> Iterator[Agent]:
+def cluster_driver(_agents: dict[str, Agent]) -> Agent:
+    """The driver process on the driver host, with a zoo_lite context on the cluster (Ray included)."""
+    return _agents["cluster"]
+
+
+@pytest.fixture(scope="session")
+def laptop(_agents: dict[str, Agent]) -> Agent:
     """The same driver code in local mode (local Spark and Ray) on the driver host: the single-host
     run that the cluster's results are compared with."""
-    agent = Agent(simulated_cluster, "driver", "laptop")
-    try:
-        agent.call(jobs.start_local_context, timeout_s=180)
-        yield agent
-    finally:
-        agent.close()
+    return _agents["laptop"]

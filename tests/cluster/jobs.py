@@ -48,6 +48,15 @@ def stop_context() -> None:
     stop_orca_context()
 
 
+def ray_layout() -> dict[str, Any]:
+    """Where the Ray nodes run: one per executor, and the driver's zero-CPU node on its own host."""
+    from zoo_lite import OrcaContext
+
+    ray_context = OrcaContext.get_ray_context()
+    return {"nodes": sorted((node["hostname"], node["num_cpus"]) for node in ray_context.nodes),
+            "driver_node": (ray_context.driver_node["hostname"], ray_context.driver_node["num_cpus"])}
+
+
 def executor_hostnames() -> list[str]:
     """The host names the executors' tasks run on."""
     from zoo_lite import OrcaContext

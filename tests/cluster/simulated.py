@@ -251,7 +251,8 @@ class SimulatedCluster:
     def leftovers(self, host: str, allowed_processes: Sequence[int] = ()) -> list[str]:
         """What zoo_lite, Spark's applications or Ray left on ``host``: processes (but the Spark
         daemons and ``allowed_processes`` with their children), socket files below ``/tmp``, files in
-        ``/dev/shm``, and Ray nodes' temp folders."""
+        ``/dev/shm``, Ray nodes' temp folders, callbacks' staging folders and TensorFlow's
+        autograph files."""
         allowed = set(allowed_processes)
         found = [f"process {line}" for line in self.processes(host)
                  if int(line.split()[0]) not in allowed and _parent(int(line.split()[0])) not in allowed]
@@ -259,6 +260,8 @@ class SimulatedCluster:
         found += [f"socket file {path}" for path in _sockets_below(tmp)]
         found += [f"/dev/shm/{name}" for name in self.files(host, "/dev/shm")]
         found += [f"Ray temp folder /tmp/{name}" for name in self.files(host, "/tmp", "zl-ray-*")]
+        found += [f"callback staging folder /tmp/{name}" for name in self.files(host, "/tmp", "zoo_lite-relay-*")]
+        found += [f"autograph file /tmp/{name}" for name in self.files(host, "/tmp", "__autograph_generated_file*")]
         return found
 
     def files(self, host: str, folder: str, pattern: str = "*") -> list[str]:

@@ -32,8 +32,17 @@ def driver_only_trips(simulated_cluster, trips_folder) -> str:
     return "/tmp/trips"
 
 
-def test_executors_run_on_the_worker_hosts(cluster_driver) -> None:
+def test_executors_run_on_the_worker_hosts_each_with_a_ray_node_and_the_driver_has_its_own(cluster_driver) -> None:
     assert cluster_driver.call(jobs.executor_hostnames) == ["host1", "host2"]
+    layout = cluster_driver.call(jobs.ray_layout)
+    assert layout == {"nodes": [("host1", 1), ("host2", 1)], "driver_node": ("driver", 0)}
+
+
+def test_a_function_of_a_module_only_the_driver_host_has_runs_on_the_executors(cluster_driver, simulated_cluster) -> None:
+    project = simulated_cluster.driver.path("/tmp/project")
+    project.mkdir()
+    (project / "mnist_like.py").write_text("def scaled(shard):\n    return {'x': shard['x'] * 10}\n")
+    assert cluster_driver.call(jobs.transform_with_module_of, "/tmp/project", "mnist_like") == list(range(0, 80, 10))
 
 
 def test_the_pandas_pipeline_equals_pandas_in_one_process(cluster_driver, trips_folder) -> None:
@@ -71,7 +80,8 @@ def test_partitions_go_through_ray_on_their_hosts_and_back(cluster_driver, trips
 def test_images_decode_on_the_worker_hosts_as_on_one_host(cluster_driver, laptop, simulated_cluster) -> None:
     folder = str(simulated_cluster.shared / "images")
     jobs.write_images(folder)
-    on_cluster, on_one_host = (agent.call(jobs.images, folder, (8, 9)) for agent in (cluster_driver, laptop))
+    pending = laptop.submit(jobs.images, folder, (8, 9))
+    on_cluster, on_one_host = cluster_driver.call(jobs.images, folder, (8, 9)), pending.result()
     assert on_cluster["classes"] == on_one_host["classes"] == ["cat", "dog"]
     np.testing.assert_array_equal(on_cluster["x"], on_one_host["x"])
     np.testing.assert_array_equal(on_cluster["y"], [0, 0, 0, 1, 1, 1])
@@ -82,7 +92,7 @@ def test_images_decode_on_the_worker_hosts_as_on_one_host(cluster_driver, laptop
 
 def test_images_only_the_driver_host_has_are_an_error_naming_them(cluster_driver, simulated_cluster) -> None:
     jobs.write_images(str(simulated_cluster.driver.path("/tmp/images")))
-    with pytest.raises(DataReadError, match=r"'/tmp/images/cat/0.png' is on the driver's host 'driver', but an executor on host "
+    with pytest.raises(DataReadError, match=r"'/tmp/images/(cat|dog)/\d\.png' is on the driver's host 'driver', but an executor on host "
                                             r"'host[12]' did not find it"):
         cluster_driver.call(jobs.images, "/tmp/images", (8, 9))
 

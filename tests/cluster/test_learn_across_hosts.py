@@ -23,7 +23,8 @@ def assert_same_weights(got: list, expected: list) -> None:
 
 @pytest.fixture(scope="module")
 def torch_runs(cluster_driver, laptop) -> tuple[dict, dict]:
-    return cluster_driver.call(jobs.torch_job, FILES), laptop.call(jobs.torch_job, "", with_files=False)
+    on_one_host = laptop.submit(jobs.torch_job, "", with_files=False)
+    return cluster_driver.call(jobs.torch_job, FILES), on_one_host.result()
 
 
 def test_torch_trains_with_one_worker_per_host_over_the_network_as_on_one_host(torch_runs) -> None:
@@ -70,8 +71,9 @@ def test_torch_trains_across_hosts_whatever_etc_hosts_says(cluster_driver, small
 
 
 def test_keras_trains_with_one_worker_per_host_as_on_one_host(cluster_driver, laptop, simulated_cluster) -> None:
+    pending = laptop.submit(jobs.keras_job, "", with_files=False)
     on_cluster = cluster_driver.call(jobs.keras_job, FILES + "/keras")
-    on_one_host = laptop.call(jobs.keras_job, "", with_files=False)
+    on_one_host = pending.result()
     assert on_cluster["worker_hosts"] == ["host1", "host2"]
     assert_same_weights(on_cluster["weights"], on_one_host["weights"])
     np.testing.assert_allclose(on_cluster["predictions"], on_one_host["predictions"], rtol=0, atol=1e-5)
