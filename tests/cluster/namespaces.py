@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 __all__ = ["HostSpec", "Host", "why_unavailable", "make_bridge", "start_host", "end_host", "remove_namespace",
-           "namespaces_with_prefix", "pids_in_namespace", "hosts_file"]
+           "namespaces_with_prefix", "pids_in_namespace", "hosts_file", "kept_below_tmp"]
 
 #: the commands the hosts need
 _TOOLS = ("ip", "unshare", "nsenter")
@@ -153,20 +153,43 @@ def make_bridge(netns: str) -> None:
     _ip("link", "set", BRIDGE, "up", namespace=netns)
 
 
-# the holder: own /tmp and /dev/shm, own /etc/hosts, own host name, then it waits to be killed
+# the holder: own /tmp and /dev/shm (the machine's folders below /tmp that every host must see, such
+# as a checkout cloned into /tmp, are moved back in through an anchor outside /tmp), own
+# /etc/hosts, own host name; then it waits to be killed
 _HOLDER = r"""
 set -e
+hosts_file=$1; name=$2; anchors=$3; shift 3
+i=0
+for kept in "$@"; do mount --bind "$kept" "$anchors/$i"; i=$((i + 1)); done
 mount -t tmpfs -o mode=1777 zl-tmp /tmp
 mount -t tmpfs -o mode=1777 zl-shm /dev/shm
-mount --bind "$1" /etc/hosts
-hostname "$2"
+i=0
+for kept in "$@"; do mkdir -p "$kept"; mount --move "$anchors/$i" "$kept"; i=$((i + 1)); done
+mount --bind "$hosts_file" /etc/hosts
+hostname "$name"
 echo ready
 exec sleep infinity
 """
 
 
-def start_host(spec: HostSpec, bridge_netns: str) -> Host:
-    """Create ``spec``'s network namespace, wire it to the bridge, and start its holder."""
+def kept_below_tmp(paths: Sequence[str]) -> list[str]:
+    """Of ``paths`` (folders every host must see), the outermost ones below ``/tmp``, which each
+    host's own ``/tmp`` would hide.
+
+    Examples
+    --------
+    >>> kept_below_tmp(["/tmp/clone", "/tmp/clone/.venv", "/var/tmp/x", "/work/main"])
+    ['/tmp/clone']
+    """
+    below = sorted({os.path.realpath(path) for path in paths if os.path.realpath(path).startswith("/tmp/")})
+    return [path for path in below if not any(path.startswith(other + "/") for other in below if other != path)]
+
+
+def start_host(spec: HostSpec, bridge_netns: str, anchors: str, kept: Sequence[str] = ()) -> Host:
+    """Create ``spec``'s network namespace, wire it to the bridge, and start its holder; ``kept``
+    folders below ``/tmp`` stay visible on the host, through empty folders made in ``anchors``."""
+    for index in range(len(kept)):
+        os.makedirs(os.path.join(anchors, str(index)), exist_ok=True)
     _ip("netns", "add", spec.netns)
     peer = f"v-{spec.hostname}"[:15]   # the host's end in the bridge's namespace (interface names: 15 characters)
     _ip("link", "add", "eth0", "netns", spec.netns, "type", "veth", "peer", "name", peer, "netns", bridge_netns)
@@ -176,7 +199,7 @@ def start_host(spec: HostSpec, bridge_netns: str) -> Host:
     _ip("link", "set", "eth0", "up", namespace=spec.netns)
     holder = subprocess.Popen(
         ["ip", "netns", "exec", spec.netns, "unshare", "--uts", "--mount", "--propagation", "private",
-         "sh", "-c", _HOLDER, "holder", spec.hosts_file, spec.hostname],
+         "sh", "-c", _HOLDER, "holder", spec.hosts_file, spec.hostname, anchors, *kept],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
     line = _read_line(holder, _READY_TIMEOUT_S)

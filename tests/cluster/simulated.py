@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from tests.cluster.namespaces import (Host, HostSpec, end_host, end_processes, hosts_file, make_bridge,
+from tests.cluster.namespaces import (Host, HostSpec, end_host, end_processes, hosts_file, kept_below_tmp, make_bridge,
                                       namespaces_with_prefix, pids_in_namespace, remove_namespace, start_host)
 
 __all__ = ["SimulatedCluster", "ROOT", "VENV_PYTHON", "NAMESPACE_PREFIX", "remove_stale_clusters"]
@@ -170,8 +170,10 @@ class SimulatedCluster:
             Path(spec.hosts_file).write_text(hosts_file(self.hosts_style, spec, specs))
         self.bridge_netns = f"{self.namespace_prefix}net"
         make_bridge(self.bridge_netns)
+        # the software every host runs: the checkout, its venv and the interpreter it links to
+        kept = kept_below_tmp([str(ROOT), sys.prefix, sys.base_prefix])
         for spec in specs:
-            self.hosts[spec.hostname] = start_host(spec, self.bridge_netns)
+            self.hosts[spec.hostname] = start_host(spec, self.bridge_netns, str(self.folder / "anchors" / spec.hostname), kept)
 
     def _spark_class(self, host: str, role: str, main_class: str, args: Sequence[str]) -> Daemon:
         from zoo_lite.standalone import spark_home
