@@ -36,8 +36,9 @@ def _up(args: argparse.Namespace) -> int:
         print(f"  {name:<8} {host.address}")
     print(f"shared folder (every host): {cluster.shared}")
     print(f"logs: {cluster.logs}")
-    print("try:  scripts/test-cluster.sh run driver .venv/bin/python examples/quickstart.py "
-          f"--cluster-mode standalone --master {cluster.master_url} --output {cluster.shared}/quickstart")
+    print(f"try:  scripts/test-cluster.sh run driver scripts/spark-submit --master {cluster.master_url} "
+          "--executor-cores 1 --total-executor-cores 2 examples/quickstart.py --cluster-mode spark-submit "
+          f"--output {cluster.shared}/quickstart")
     return 0
 
 

@@ -207,6 +207,33 @@ def digits_frame() -> "Any":
     return XShards.partition(frame, num_shards=4).to_spark_df()
 
 
+def torch_weights(est: Any) -> list[np.ndarray]:
+    return [p.detach().numpy().copy() for p in est.get_model().parameters()]
+
+
+def keras_weights(est: Any) -> list[np.ndarray]:
+    return [w.copy() for w in est.get_model().get_weights()]
+
+
+def _fit_results(est: Any, history: Any, df: Any, weights_of: Any, **evaluate_options: Any) -> dict[str, Any]:
+    """What a fit gave: its history, where its workers ran, evaluation, weights, predictions in row order."""
+    return {
+        "history": history,
+        "worker_hosts": est._group.call(lambda runner: socket.gethostname()),
+        "evaluation": est.evaluate(df, batch_size=128, feature_cols=["features"], label_cols=["label"], **evaluate_options),
+        "weights": weights_of(est),
+        "predictions": np.stack(est.predict(df, feature_cols=["features"]).orderBy("id").toPandas()["prediction"]),
+    }
+
+
+def _saved_and_loaded(est: Any, path: str, fresh: Any) -> Any:
+    """``est`` saved to ``path`` on the driver's host, and loaded into ``fresh``."""
+    saved = est.save(path)
+    est.shutdown()
+    fresh.load(saved)
+    return fresh
+
+
 def digits_torch_mlp(config: dict) -> "Any":
     import torch
     from torch import nn
@@ -225,7 +252,6 @@ def torch_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
     """fit (with model_dir checkpoints and TensorBoard event files under ``files``, a folder of the
     driver's host), evaluate, predict, save and load, and a UDF in SQL; only fit, evaluate and
     predict when not ``with_files``."""
-    import torch
     from torch import nn
 
     from zoo_lite import OrcaContext
@@ -237,22 +263,13 @@ def torch_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
                                config={"seed": 5}, model_dir=os.path.join(files, "checkpoints") if with_files else None)
     history = est.fit(df, epochs=epochs, batch_size=64, feature_cols=["features"], label_cols=["label"],
                       callbacks=[TensorBoard(os.path.join(files, "tensorboard"))] if with_files else None)
-    result = {
-        "history": history,
-        "exchange": est._group.call(lambda runner: runner.exchange_kind()),
-        "worker_hosts": est._group.call(lambda runner: socket.gethostname()),
-        "evaluation": est.evaluate(df, batch_size=128, feature_cols=["features"], label_cols=["label"]),
-        "weights": [p.detach().numpy().copy() for p in est.get_model().parameters()],
-        "predictions": np.stack(est.predict(df, feature_cols=["features"]).orderBy("id").toPandas()["prediction"]),
-    }
+    result = {**_fit_results(est, history, df, torch_weights), "exchange": est._group.call(lambda runner: runner.exchange_kind())}
     if not with_files:
         est.shutdown()
         return result
-    saved = est.save(os.path.join(files, "model.pt"))
-    est.shutdown()
-    loaded = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), config={"seed": 0})
-    loaded.load(saved)
-    result["loaded_weights"] = [p.detach().numpy().copy() for p in loaded.get_model().parameters()]
+    fresh = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), config={"seed": 0})
+    loaded = _saved_and_loaded(est, os.path.join(files, "model.pt"), fresh)
+    result["loaded_weights"] = torch_weights(loaded)
     spark = OrcaContext.get_spark_session()
     spark.udf.register("digit_logits", loaded.spark_udf(input_shapes=[(64,)]))
     df.createOrReplaceTempView("digits")
@@ -273,7 +290,7 @@ def small_torch_fit(seed: int = 1) -> list[np.ndarray]:
     est = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), seed=seed,
                                config={"seed": seed})
     est.fit(XShards.partition({"x": x, "y": y}, num_shards=4), epochs=1, batch_size=50, feature_cols=["x"], label_cols=["y"])
-    weights = [p.detach().numpy().copy() for p in est.get_model().parameters()]
+    weights = torch_weights(est)
     est.shutdown()
     return weights
 
@@ -302,21 +319,13 @@ def keras_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
                  keras.callbacks.CSVLogger(os.path.join(files, "log.csv"))] if with_files else None
     history = est.fit(df, epochs=epochs, batch_size=64, feature_cols=["features"], label_cols=["label"],
                       callbacks=callbacks, verbose=0)
-    result = {
-        "history": history,
-        "worker_hosts": est._group.call(lambda runner: socket.gethostname()),
-        "evaluation": est.evaluate(df, batch_size=128, feature_cols=["features"], label_cols=["label"], verbose=0),
-        "weights": [w.copy() for w in est.get_model().get_weights()],
-        "predictions": np.stack(est.predict(df, feature_cols=["features"]).orderBy("id").toPandas()["prediction"]),
-    }
+    result = _fit_results(est, history, df, keras_weights, verbose=0)
     if not with_files:
         est.shutdown()
         return result
-    saved = est.save(os.path.join(files, "model.keras"))
-    est.shutdown()
-    loaded = Estimator.from_keras(model_creator=digits_keras_mlp, config={"seed": 0})
-    loaded.load(saved)
-    result["loaded_weights"] = [w.copy() for w in loaded.get_model().get_weights()]
+    loaded = _saved_and_loaded(est, os.path.join(files, "model.keras"),
+                               Estimator.from_keras(model_creator=digits_keras_mlp, config={"seed": 0}))
+    result["loaded_weights"] = keras_weights(loaded)
     return result
 
 
