@@ -220,6 +220,7 @@ def _fit_results(est: Any, history: Any, df: Any, weights_of: Any, **evaluate_op
     return {
         "history": history,
         "worker_hosts": est._group.call(lambda runner: socket.gethostname()),
+        "exchange": est._group.call(lambda runner: runner.exchange_kind()),
         "evaluation": est.evaluate(df, batch_size=128, feature_cols=["features"], label_cols=["label"], **evaluate_options),
         "weights": weights_of(est),
         "predictions": np.stack(est.predict(df, feature_cols=["features"]).orderBy("id").toPandas()["prediction"]),
@@ -263,7 +264,7 @@ def torch_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
                                config={"seed": 5}, model_dir=os.path.join(files, "checkpoints") if with_files else None)
     history = est.fit(df, epochs=epochs, batch_size=64, feature_cols=["features"], label_cols=["label"],
                       callbacks=[TensorBoard(os.path.join(files, "tensorboard"))] if with_files else None)
-    result = {**_fit_results(est, history, df, torch_weights), "exchange": est._group.call(lambda runner: runner.exchange_kind())}
+    result = _fit_results(est, history, df, torch_weights)
     if not with_files:
         est.shutdown()
         return result

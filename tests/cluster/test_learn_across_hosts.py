@@ -74,7 +74,7 @@ def test_keras_trains_with_one_worker_per_host_as_on_one_host(cluster_driver, la
     pending = laptop.submit(jobs.keras_job, "", with_files=False)
     on_cluster = cluster_driver.call(jobs.keras_job, FILES + "/keras")
     on_one_host = pending.result()
-    assert on_cluster["worker_hosts"] == ["host1", "host2"]
+    assert on_cluster["worker_hosts"] == ["host1", "host2"] and on_cluster["exchange"] == ["collective", "collective"]
     assert_same_weights(on_cluster["weights"], on_one_host["weights"])
     np.testing.assert_allclose(on_cluster["predictions"], on_one_host["predictions"], rtol=0, atol=1e-5)
     assert on_cluster["evaluation"]["accuracy"] == pytest.approx(on_one_host["evaluation"]["accuracy"], abs=1e-6)
