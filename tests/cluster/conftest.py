@@ -1,9 +1,10 @@
-"""Fixtures of the multi-host tests: one simulated cluster per test session (a driver host and two
+"""Fixtures of the multi-host tests: one simulated cluster for all of them (a driver host and two
 worker hosts, Spark standalone), and agents that run the tests' driver code on the driver host.
 
-The cluster is built once and taken down at the end, also when a test fails or the run is
-interrupted (a reaper process takes it down if the session itself is killed). Where namespaces
-cannot be made (not root, no ``ip``), every test here is skipped with the reason.
+The cluster is built once and taken down after the last of these tests (the fixtures belong to
+this package, whose tests run together), also when a test fails or the run is interrupted (a
+reaper process takes it down if the session itself is killed). Where namespaces cannot be made
+(not root, no ``ip``), every test here is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from tests.cluster.simulated import SimulatedCluster
 
 #: where cluster folders go: not /tmp, which every simulated host has its own of
 CLUSTER_FOLDERS = "/var/tmp"
-#: the /etc/hosts style the session's cluster starts with (the other two are tested per test)
+#: the /etc/hosts style the cluster starts with (the other two are tested per test)
 SESSION_HOSTS_STYLE = "debian"
 
 
-#: the modules in the order they run: the ones on the session's driver, then its stop, then the
-#: spark-submit jobs, which need the cluster's cores that the session's driver held
+#: the modules in the order they run: the ones on the cluster's driver agent, then its stop, then the
+#: spark-submit jobs, which need the cluster's cores that driver held
 MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_stop_across_hosts", "test_jobs_across_hosts")
 
 
@@ -48,7 +49,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items[:] = rest[:start] + sorted(ours, key=_module_rank) + rest[start:]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def simulated_cluster() -> Iterator[SimulatedCluster]:
     """A driver host and two worker hosts, each with one Spark worker of one core."""
     why = why_unavailable()
@@ -60,13 +61,13 @@ def simulated_cluster() -> Iterator[SimulatedCluster]:
         cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style=SESSION_HOSTS_STYLE, worker_memory="3g")
         yield cluster
         left = cluster.down()
-        assert not left, f"processes left on the simulated hosts at the end of the session: {left}"
+        assert not left, f"processes left on the simulated hosts after the multi-host tests: {left}"
     finally:
         stop_reaper(reaper)
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
     """The cluster's driver and the single-host driver, started side by side (their start-ups
     wait on different things)."""
@@ -81,13 +82,13 @@ def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
             agent.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster_driver(_agents: dict[str, Agent]) -> Agent:
     """The driver process on the driver host, with a zoo_lite context on the cluster (Ray included)."""
     return _agents["cluster"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def laptop(_agents: dict[str, Agent]) -> Agent:
     """The same driver code in local mode (local Spark and Ray) on the driver host: the single-host
     run that the cluster's results are compared with."""

@@ -47,7 +47,7 @@ def test_the_quickstart_as_a_spark_submit_job_on_hosts_that_name_each_other(simu
 def test_the_training_pipeline_job_on_hosts_whose_names_do_not_resolve(simulated_cluster) -> None:
     simulated_cluster.set_hosts_style("none")
     try:
-        out = spark_submit(simulated_cluster, "train_pipeline_job.py", "--rows", "3000", "--epochs", "3",
+        out = spark_submit(simulated_cluster, "train_pipeline_job.py", "--rows", "3000", "--epochs", "5",
                            "--output", str(simulated_cluster.shared / "pipeline"))
     finally:
         simulated_cluster.set_hosts_style(simulated_cluster.hosts_style)

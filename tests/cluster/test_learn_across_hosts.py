@@ -62,7 +62,7 @@ def small_fit_on_one_host(laptop) -> list:
 def test_torch_trains_across_hosts_whatever_etc_hosts_says(cluster_driver, small_fit_on_one_host, simulated_cluster,
                                                            style) -> None:
     """The third style, Debian's default (a host's own name on 127.0.1.1, which gloo used to bind,
-    so that peers were refused), is the session's: every other test runs under it."""
+    so that peers were refused), is the cluster's own: every other test here runs under it."""
     simulated_cluster.set_hosts_style(style)
     try:
         assert_same_weights(cluster_driver.call(jobs.small_torch_fit), small_fit_on_one_host)
