@@ -76,3 +76,19 @@ def test_another_host_writes_into_staging_and_the_driver_copies_each_change(tmp_
 def test_paths_of_other_file_systems_are_left_as_they_are() -> None:
     files = FitFiles([CsvLog("s3://bucket/log.csv", "hdfs://namenode/parts")], declared_output_paths)
     assert files.plan().paths == [] and not files.relaying
+
+
+def test_rank_0_stages_in_the_folder_the_plan_names_when_its_host_has_it(tmp_path: Path) -> None:
+    node_temp_dir = tmp_path / "zl-ray-node"
+    node_temp_dir.mkdir()
+    files = FitFiles([CsvLog(str(tmp_path / "log.csv"), str(tmp_path / "parts"))], declared_output_paths)
+    plan = files.plan(staging_parent=str(node_temp_dir))
+    plan.remove_markers()
+    staged = StagedFiles.redirect([worker_copy(files.callbacks[0])], plan)
+    assert Path(staged.root).parent == node_temp_dir
+    staged.close()
+    elsewhere = files.plan(staging_parent=str(tmp_path / "not-on-this-host"))
+    elsewhere.remove_markers()
+    fallback = StagedFiles.redirect([worker_copy(files.callbacks[0])], elsewhere)
+    assert Path(fallback.root).parent != tmp_path / "not-on-this-host"
+    fallback.close()

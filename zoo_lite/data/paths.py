@@ -26,7 +26,13 @@ _GLOB_CHARS = ("*", "?", "[")
 
 
 def this_host() -> str:
-    """The name of the host this process runs on, as errors name hosts."""
+    """The name of the host this process runs on, as errors name hosts.
+
+    Examples
+    --------
+    >>> this_host() == socket.gethostname()
+    True
+    """
     return socket.gethostname()
 
 

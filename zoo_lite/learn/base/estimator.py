@@ -381,7 +381,8 @@ class GroupEstimator:
         files = FitFiles(request.callbacks, self.framework.callback_output_paths)
 
         def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
-            relays = files.plan(resumed=resumed_states is not None)
+            assert self._group is not None
+            relays = files.plan(resumed=resumed_states is not None, staging_parent=self._group.node_temp_dir(0))
             plan = FitPlan(list(request.callbacks), request.epochs.stop, steps_each, relays, resumed_states)
             try:
                 self._call(lambda runner: runner.begin_fit(plan))

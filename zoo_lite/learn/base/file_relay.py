@@ -67,7 +67,13 @@ def _nearest_existing_folder(path: str) -> str:
 @dataclass(frozen=True)
 class RelayedPath:
     """One callback attribute holding a local path, and the marker that tells rank 0 whether it
-    sees the driver's file system there."""
+    sees the driver's file system there.
+
+    Examples
+    --------
+    >>> RelayedPath(0, "log_dir", "/home/me/logs", "/home/me/.zoo_lite-visible-1").attribute
+    'log_dir'
+    """
 
     callback_index: int
     attribute: str
@@ -77,10 +83,19 @@ class RelayedPath:
 
 @dataclass
 class RelayPlan:
-    """The relayed paths of one fit, with the driver's files to seed a resumed fit's staging."""
+    """The relayed paths of one fit, with the driver's files to seed a resumed fit's staging, and
+    the folder on rank 0's host to stage in (its Ray node's temp dir, which goes with the node
+    even when a fit fails before it removes its staging; None: the system's temp dir).
+
+    Examples
+    --------
+    >>> RelayPlan().paths, RelayPlan().seed
+    ([], {})
+    """
 
     paths: list[RelayedPath] = field(default_factory=list)
     seed: dict[str, bytes] = field(default_factory=dict)
+    staging_parent: Optional[str] = None
 
     def remove_markers(self) -> None:
         for path in self.paths:
@@ -91,11 +106,24 @@ class RelayPlan:
 
 
 def plan_relays(callbacks: Sequence[Any], output_paths: Callable[[Any], Sequence[str]],
-                seed_files: Sequence[str] = ()) -> RelayPlan:
-    """On the driver, before a fit: set every local output path of ``callbacks`` to the driver's
-    absolute path and leave a marker beside it; ``seed_files`` (driver paths relayed earlier in
-    this fit) go with the plan. Remove the markers once the workers began the fit."""
-    plan = RelayPlan()
+                seed_files: Sequence[str] = (), staging_parent: Optional[str] = None) -> RelayPlan:
+    """On the driver, before a fit: each local output path of ``callbacks`` as the driver's
+    absolute path, with a marker left in its nearest existing folder; ``seed_files`` (driver
+    paths relayed earlier in this fit) go with the plan. Remove the markers once the workers
+    began the fit.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> class Logger:
+    ...     output_paths = ("log_file",)
+    ...     log_file = tempfile.mkdtemp() + "/log.csv"
+    >>> plan = plan_relays([Logger()], declared_output_paths)
+    >>> [(path.attribute, os.path.exists(path.marker)) for path in plan.paths]
+    [('log_file', True)]
+    >>> plan.remove_markers()
+    """
+    plan = RelayPlan(staging_parent=staging_parent)
     for index, callback in enumerate(callbacks):
         for attribute in output_paths(callback):
             value = getattr(callback, attribute, None)
@@ -156,7 +184,8 @@ class StagedFiles:
             setattr(callbacks[path.callback_index], path.attribute, path.driver_path)
         if not unseen:
             return cls(None)
-        staged = cls(tempfile.mkdtemp(prefix="zoo_lite-relay-"))
+        parent = plan.staging_parent if plan.staging_parent and os.path.isdir(plan.staging_parent) else None
+        staged = cls(tempfile.mkdtemp(prefix="zoo_lite-relay-", dir=parent))
         for path in unseen:
             target = staged.staged(path.driver_path)
             os.makedirs(os.path.dirname(target), exist_ok=True)   # a writer opens its file in a folder that exists
@@ -211,7 +240,15 @@ def _signature(path: str) -> Optional[tuple[int, int]]:
 
 
 def write_relayed(files: Sequence[tuple[str, bytes]]) -> list[str]:
-    """On the driver: write each relayed file whole; returns their paths."""
+    """On the driver: write each relayed file whole (folders made as needed); returns their paths.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tb", "events.out")
+    >>> write_relayed([(path, b"event")]) == [path], open(path, "rb").read()
+    (True, b'event')
+    """
     for path, data in files:
         write_atomically(path, data)
     return [path for path, _ in files]
@@ -234,9 +271,10 @@ class FitFiles:
         self.relaying = False
         self.copied: list[str] = []
 
-    def plan(self, resumed: bool = False) -> RelayPlan:
-        """The plan of a fit's ``begin_fit`` (a resumed one seeds its staging with the copies made)."""
-        plan = plan_relays(self.callbacks, self.output_paths, dict.fromkeys(self.copied) if resumed else ())
+    def plan(self, resumed: bool = False, staging_parent: Optional[str] = None) -> RelayPlan:
+        """The plan of a fit's ``begin_fit`` (a resumed one seeds its staging with the copies
+        made); rank 0 stages in ``staging_parent`` if it has that folder."""
+        plan = plan_relays(self.callbacks, self.output_paths, dict.fromkeys(self.copied) if resumed else (), staging_parent)
         self.relaying = bool(plan.paths)
         return plan
 

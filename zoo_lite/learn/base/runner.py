@@ -125,12 +125,6 @@ class Runner(Protocol):
         """``(driver path, bytes)`` of the files the callbacks wrote into the staging folder since
         the last call (rank 0); ``final`` deletes the folder after."""
 
-    def relayed_files(self, final: bool) -> list[tuple[str, bytes]]:
-        files = self.staged_files.changed_files()
-        if final:
-            self.staged_files.close()
-        return files
-
     def callback_states(self) -> list[dict[str, Any]]:
         """The fit's callbacks' state, for a resumed fit."""
 

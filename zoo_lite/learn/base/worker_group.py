@@ -222,6 +222,12 @@ class WorkerGroup:
         """Number of workers (actors) in the group."""
         return len(self.actors)
 
+    def node_temp_dir(self, rank: int) -> Optional[str]:
+        """The temp dir of the Ray node worker ``rank`` runs on (its node's watchdog deletes it
+        when the node ends), or None where the context does not know it."""
+        dirs = {node["node_name"]: node["temp_dir"] for node in self._ray_context.nodes}
+        return dirs.get(self.node_names[rank])
+
     def is_alive_in_current_ray(self) -> bool:
         """False once the group ended, or the Ray cluster it started in was stopped or replaced."""
         return bool(self.actors) and self._in_current_ray()
