@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -187,6 +188,23 @@ def test_standalone_with_master_connects_and_leaves_the_cluster_running(no_conte
     finally:
         cluster.stop()
     assert _wait_gone(cluster.pids) == []
+
+
+@pytest.mark.cluster
+def test_standalone_clusters_started_in_parallel_each_get_ports_of_their_own():
+    # the master binds port 0 itself; picking ports by binding and closing could give two the same
+    with ThreadPoolExecutor(3) as pool:
+        started = [pool.submit(LoopbackStandaloneCluster.start, num_workers=1, cores=1, memory_mb=512) for _ in range(3)]
+        clusters = [future.result(timeout=300) for future in started]
+    daemon_pids = [pid for cluster in clusters for pid in cluster.pids]
+    try:
+        urls = [cluster.master_url for cluster in clusters] + [cluster.webui_url for cluster in clusters]
+        assert len(set(urls)) == 6, urls
+        assert [cluster._alive_workers() for cluster in clusters] == [1, 1, 1]
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+    assert len(daemon_pids) == 6 and _wait_gone(daemon_pids) == []
 
 
 @pytest.mark.cluster

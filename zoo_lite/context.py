@@ -228,7 +228,9 @@ def init_orca_context(
         ``extra_executor_memory_for_ray``, ``extra_python_lib``, ``penv_archive``, ``jars``,
         ``container_image``, ``redirect_spark_log``) and Ray options (``object_store_memory``,
         ``env``, ``extra_params``, ``num_ray_nodes``, ``ray_node_cpu_cores``, ``include_webui``,
-        ``system_config``). Any other name is an error. Below ``spark_log_level="INFO"``, zoo_lite
+        ``system_config``), and zoo_lite's own ``ray_start_timeout_s`` (default 120) and
+        ``heartbeat_timeout_s`` (default 30: a Ray node whose host sends no heartbeat for that
+        long counts as lost). Any other name is an error. Below ``spark_log_level="INFO"``, zoo_lite
         also sets ``TF_CPP_MIN_LOG_LEVEL=2`` (TensorFlow's C++ INFO and WARNING lines hidden) in
         this process and Spark's Python workers, unless the environment already has a value.
 
@@ -495,7 +497,8 @@ def _restart_ray(context: _ActiveContext) -> None:
     import logging
 
     logging.getLogger("zoo_lite").warning(
-        "Ray node(s) %s were lost (their executor or processes died); restarting Ray on Spark", context.ray.lost_nodes())
+        "Ray node(s) were lost (%s); restarting Ray on Spark",
+        "; ".join(f"{name}: {reason}" for name, reason in sorted(context.ray.lost_node_reasons().items())))
     ray, context.ray = context.ray, None
     ray.stop()
 

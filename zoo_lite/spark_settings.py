@@ -55,7 +55,9 @@ SPARK_KWARGS = (
     "jars",
     "container_image",
 )
-# Orca's Ray keyword arguments; Ray on Spark consumes them.
+#: the shortest heartbeat_timeout_s: heartbeats go every second, and a loaded host may miss a few
+_MIN_HEARTBEAT_TIMEOUT_S = 3.0
+# Orca's Ray keyword arguments (and zoo_lite's own); Ray on Spark consumes them.
 RAY_KWARGS = (
     "object_store_memory",
     "env",
@@ -65,6 +67,7 @@ RAY_KWARGS = (
     "include_webui",
     "system_config",
     "ray_start_timeout_s",
+    "heartbeat_timeout_s",
 )
 
 
@@ -267,6 +270,7 @@ class RaySettings:
     include_webui: bool = False
     system_config: Mapping[str, object] = field(default_factory=dict)
     ray_start_timeout_s: float = 120.0
+    heartbeat_timeout_s: float = 30.0
     log_output: bool = False
     barrier_mode: bool = True
 
@@ -275,6 +279,12 @@ class RaySettings:
                 or not self.ray_start_timeout_s > 0:
             raise InvalidArgumentError(
                 f"ray_start_timeout_s={self.ray_start_timeout_s!r} must be a positive number of seconds"
+            )
+        if isinstance(self.heartbeat_timeout_s, bool) or not isinstance(self.heartbeat_timeout_s, (int, float)) \
+                or not self.heartbeat_timeout_s >= _MIN_HEARTBEAT_TIMEOUT_S:
+            raise InvalidArgumentError(
+                f"heartbeat_timeout_s={self.heartbeat_timeout_s!r} must be a number of seconds of at least "
+                f"{_MIN_HEARTBEAT_TIMEOUT_S:g} (heartbeats go every second; a host silent that long counts as lost)"
             )
         if self.object_store_memory is not None:
             memory_to_mb(self.object_store_memory, "object_store_memory")

@@ -11,13 +11,14 @@ import ctypes
 import json
 import os
 import shutil
+import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -37,17 +38,46 @@ def spark_home() -> str:
     return _find_spark_home()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_LOOPBACK, 0))
-        return int(sock.getsockname()[1])
+#: the master's log lines that say which ports it bound (it is started on port 0 for both)
+_MASTER_PORT_LINE = re.compile(r"Starting Spark master at spark://[^\s:]+:(\d+)")
+_WEBUI_PORT_LINE = re.compile(r"Bound MasterWebUI to \S+ and started at https?://[^\s:]+:(\d+)")
+
+
+def master_ports(log_text: str) -> Optional[tuple[int, int]]:
+    """The RPC and web UI ports a master started with port 0 bound, from its log; None until it
+    has logged both.
+
+    Examples
+    --------
+    >>> started = "INFO Master: Starting Spark master at spark://127.0.0.1:54659"
+    >>> bound = "INFO MasterWebUI: Bound MasterWebUI to 127.0.0.1, and started at http://localhost:34291"
+    >>> master_ports(started) is None, master_ports(started + "\\n" + bound)
+    (True, (54659, 34291))
+    """
+    master, webui = _MASTER_PORT_LINE.search(log_text), _WEBUI_PORT_LINE.search(log_text.replace(",", ""))
+    return (int(master.group(1)), int(webui.group(1))) if master and webui else None
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the starting process dies, even by SIGKILL."""
+    """In the child before exec: get SIGTERM when the starting process dies, even by SIGKILL.
+
+    Linux sends this signal when the *thread* that started the child ends, so every daemon is
+    started from :data:`_SPAWNER`'s thread, which lives as long as the process."""
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+#: the one thread that starts daemons (see :func:`_die_with_parent`): a cluster started from a
+#: short-lived thread, such as a web server's request thread, would otherwise die with that thread
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zoo_lite-standalone-spawner")
+
+
+def _log_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
@@ -97,16 +127,17 @@ class LoopbackStandaloneCluster:
             started is stopped, and the message holds the tail of the failing daemon's log.
         """
         work_dir = Path(tempfile.mkdtemp(prefix="zoo_lite-standalone-"))
-        master_port, webui_port = _free_port(), _free_port()
-        cluster = cls(f"spark://{_LOOPBACK}:{master_port}", f"http://{_LOOPBACK}:{webui_port}", work_dir)
+        cluster = cls("", "", work_dir)
         deadline = time.monotonic() + timeout_s
         try:
+            # port 0: the master binds ports of its own, so parallel starts never race for one
             master = cluster._launch(
-                "master",
-                "org.apache.spark.deploy.master.Master",
-                ["--host", _LOOPBACK, "--port", str(master_port), "--webui-port", str(webui_port)],
+                "master", "org.apache.spark.deploy.master.Master", ["--host", _LOOPBACK, "--port", "0", "--webui-port", "0"],
             )
-            cluster._wait_for(master, lambda: cluster._alive_workers() is not None, deadline, "did not start")
+            cluster._wait_for(master, lambda: master_ports(_log_text(master.log_path)), deadline, "did not start")
+            master_port, webui_port = master_ports(_log_text(master.log_path)) or (0, 0)
+            cluster.master_url, cluster.webui_url = f"spark://{_LOOPBACK}:{master_port}", f"http://{_LOOPBACK}:{webui_port}"
+            cluster._wait_for(master, lambda: cluster._alive_workers() is not None, deadline, "did not serve its status page")
             for index in range(num_workers):
                 worker_dir = work_dir / f"worker-{index}"
                 worker_dir.mkdir()
@@ -132,10 +163,10 @@ class LoopbackStandaloneCluster:
         env.pop("SPARK_MASTER_HOST", None)
         launcher = str(Path(spark_home()) / "bin" / "spark-class")
         with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [launcher, main_class, *args], stdout=log, stderr=subprocess.STDOUT,
+            process = _SPAWNER.submit(
+                subprocess.Popen, [launcher, main_class, *args], stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent,
-            )
+            ).result()
         daemon = _Daemon(name, process, log_path)
         self.daemons.append(daemon)
         return daemon

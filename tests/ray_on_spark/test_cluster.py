@@ -122,11 +122,11 @@ def test_token_authentication_stays_on_and_the_dashboard_is_off() -> None:
 
 def test_ray_start_command_keeps_the_dashboard_off_unless_asked() -> None:
     plan = NodePlan("127.0.0.1", 1, "secret", "token", cpus_per_node=2, start_timeout_s=60)
-    head = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None, head_port=6390)
+    head = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None)
     assert "--include-dashboard=false" in head and "--no-monitor" in head
     worker = ray_start_command(plan, "127.0.0.1", "n1", "/tmp/y", head_address="127.0.0.1:6390")
     assert "--address=127.0.0.1:6390" in worker and "--head" not in worker
-    with_ui = ray_start_command(NodePlan("127.0.0.1", 1, "s", "t", 1, 60, include_dashboard=True), "127.0.0.1", "n", "/t", None, 1)
+    with_ui = ray_start_command(NodePlan("127.0.0.1", 1, "s", "t", 1, 60, include_dashboard=True), "127.0.0.1", "n", "/t", None)
     assert "--include-dashboard=true" in with_ui and "--dashboard-host=127.0.0.1" in with_ui
 
 
@@ -150,6 +150,8 @@ def test_bad_option_values_are_refused_before_anything_starts() -> None:
     stop_orca_context()
     with pytest.raises(InvalidArgumentError, match=r"ray_start_timeout_s=0 must be a positive number"):
         init_orca_context(init_ray_on_spark=True, ray_start_timeout_s=0)
+    with pytest.raises(InvalidArgumentError, match=r"heartbeat_timeout_s=1 must be a number of seconds of at least 3"):
+        init_orca_context(init_ray_on_spark=True, heartbeat_timeout_s=1)
     with pytest.raises(InvalidArgumentError, match=r"object_store_memory='10m' is below Ray's minimum"):
         init_orca_context(cores=1, init_ray_on_spark=True, object_store_memory="10m")
     assert not OrcaContext.is_active()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -177,3 +178,57 @@ def test_stop_others_ends_only_the_nodes_not_kept(owner) -> None:
     assert kept.poll() is None and lease.node_names() == ["test-node"]
     assert lease.stop_all(timeout_s=30) == []
     assert kept.wait(15) == 0
+
+
+def _poll_until(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_silent_host_is_lost_within_the_heartbeat_timeout_stays_lost_and_is_not_waited_for(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1", silence_timeout_s=3)
+    watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    tree = node_tree(watchdog)
+    assert _poll_until(lambda: lease.node_names() == ["test-node"], 10)
+    # a watchdog that sends its heartbeats is not lost, however long its node runs
+    assert not _poll_until(lambda: lease.lost_nodes() != [], 4.5)
+
+    os.kill(watchdog.pid, signal.SIGSTOP)   # the host stalls: nothing closes, nothing is sent
+    stalled = time.monotonic()
+    try:
+        assert _poll_until(lambda: lease.lost_nodes() == ["test-node"], 10)
+        detected_s = time.monotonic() - stalled
+        assert 2.5 <= detected_s <= 5.0, detected_s   # the 3 s bound, checked once a second
+        reason = lease.lost_node_reasons()["test-node"]
+        assert "silent for" in reason and "heartbeat_timeout_s=3" in reason
+    finally:
+        os.kill(watchdog.pid, signal.SIGCONT)
+    # heard again, the node stays lost, and its watchdog ends it: the driver closed the lease
+    assert not wait_until_gone(tree, 15), describe(tree)
+    assert "the driver's connection closed" in Path(spec.log_path).read_text()
+    assert lease.lost_nodes() == ["test-node"]
+    started = time.monotonic()
+    assert lease.stop_all(timeout_s=30) == ["test-node"]
+    assert time.monotonic() - started < 2
+    os.unlink(spec.log_path)
+
+
+def test_a_stop_with_a_stalled_host_returns_without_waiting_for_it(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1", silence_timeout_s=3)
+    watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    tree = node_tree(watchdog)
+    assert _poll_until(lambda: lease.node_names() == ["test-node"], 10)
+    os.kill(watchdog.pid, signal.SIGSTOP)
+    try:
+        assert _poll_until(lambda: lease.lost_nodes() == ["test-node"], 10)
+        started = time.monotonic()
+        assert lease.stop_all(timeout_s=30) == ["test-node"]
+        assert time.monotonic() - started < 2
+    finally:
+        os.kill(watchdog.pid, signal.SIGCONT)
+    assert not wait_until_gone(tree, 15), describe(tree)
+    os.unlink(spec.log_path)

@@ -30,9 +30,9 @@ from zoo_lite.errors import (
 from zoo_lite.ray_on_spark.lease import LeaseServer
 from zoo_lite.ray_on_spark.node_launch import (
     NodeInfo,
+    HEAD_MISSING,
     NodePlan,
     barrier_task_starting_nodes,
-    free_port,
     start_node,
     this_process,
 )
@@ -188,19 +188,26 @@ class RayContext:
         return int(self.nodes[0]["num_cpus"]) if self.nodes else 0
 
     def lost_nodes(self) -> list[str]:
-        """Names of this cluster's nodes that died (their executor or their processes): the
-        driver's lease with each node's watchdog tells within a fraction of a second, without
-        asking Ray, whose calls block while the head node is gone.
+        """Names of this cluster's nodes that are lost: their executor or their processes died
+        (the driver's lease with each node's watchdog tells within a fraction of a second, without
+        asking Ray, whose calls block while the head node is gone), or their host sent no
+        heartbeat for ``heartbeat_timeout_s``. :meth:`lost_node_reasons` says which.
 
         Examples
         --------
         >>> from zoo_lite import init_orca_context, stop_orca_context, OrcaContext
         >>> _ = init_orca_context(cores=1, init_ray_on_spark=True)
-        >>> OrcaContext.get_ray_context().lost_nodes()
-        []
+        >>> ray_context = OrcaContext.get_ray_context()
+        >>> ray_context.lost_nodes(), ray_context.lost_node_reasons()
+        ([], {})
         >>> stop_orca_context()
         """
-        return [] if self._stopped else self._lease.lost_nodes()
+        return sorted(self.lost_node_reasons())
+
+    def lost_node_reasons(self) -> dict[str, str]:
+        """Each lost node (:meth:`lost_nodes`) and why it counts as lost: its connection to the
+        driver closed, or its host was silent for ``heartbeat_timeout_s``."""
+        return {} if self._stopped else self._lease.lost_node_reasons()
 
     def stop(self) -> None:
         """Disconnect the driver and end every Ray process of the cluster (idempotent)."""
@@ -310,11 +317,11 @@ def _node_dict(node: NodeInfo, cpus: int) -> dict[str, Any]:
 def _start_local(settings: RaySettings, cores: int) -> RayContext:
     """A one-node Ray on this machine, owned by the driver process."""
     cpus = settings.ray_node_cpu_cores or cores
-    lease = LeaseServer.start(_LOCAL_HOST)
+    lease = LeaseServer.start(_LOCAL_HOST, settings.heartbeat_timeout_s)
     token = auth_token()
     plan = _plan(settings, lease, token, cpus)
     try:
-        node = start_node(plan, 0, _LOCAL_HOST, None, free_port(_LOCAL_HOST), owner=this_process())
+        node = start_node(plan, 0, _LOCAL_HOST, None, owner=this_process())
         connect_to_node(node.gcs_address, token, node.temp_dir, settings.log_output)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
@@ -383,6 +390,8 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, execu
 
 def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     errors = [decode_remote_error(item["error"]) for item in outcomes if "error" in item]
+    if not errors and any(HEAD_MISSING in item for item in outcomes):
+        errors = [ClusterStartError("the head node's task reported no head and no error")]
     if errors:
         details = "\n\n".join(str(error) for error in errors)
         # Ray giving up on its own is worth another try; any other failure (a setting) is not
@@ -440,7 +449,7 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
     executor_cores = _executor_cores(spark, executors)
     cpus = settings.ray_node_cpu_cores or executor_cores
     driver_host = spark.sparkContext.getConf().get("spark.driver.host", _LOCAL_HOST)
-    lease = LeaseServer.start(driver_host)
+    lease = LeaseServer.start(driver_host, settings.heartbeat_timeout_s)
     token = auth_token()
     plan = _plan(settings, lease, token, cpus)
     try:

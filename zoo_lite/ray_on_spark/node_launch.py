@@ -1,14 +1,16 @@
 """Executor side of Ray on Spark: the barrier task that starts one Ray node per executor.
 
-Task 0 picks the head's port on its host; one ``allGather`` tells every task where the head is and
-proves that no two tasks share an executor. Each task then starts a watchdog
-(:mod:`zoo_lite.ray_on_spark.watchdog`), which starts ``ray start --block``, and waits until the
-node reports that it runs. Nothing here imports Ray: a task costs a fork and a file poll.
+Task 0 launches the head, whose GCS binds a port of its own choosing; one ``allGather`` tells
+every task where the head is and proves that no two tasks share an executor. Each node runs
+under a watchdog (:mod:`zoo_lite.ray_on_spark.watchdog`), which starts ``ray start --block``;
+the task waits until the node reports that it runs. No port is picked by binding and closing:
+every process binds its own. Nothing here imports Ray: a task costs a fork and a file poll.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import socket
@@ -17,14 +19,17 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 
 from zoo_lite.errors import ClusterStartError, RayNodeStartError
 from zoo_lite.ray_on_spark.watchdog import RAY_LOGS_MARKER, WatchdogSpec
 from zoo_lite.spark_settings import QUIET_TF_CPP_MIN_LOG_LEVEL
 
-__all__ = ["NodePlan", "NodeInfo", "ray_start_command", "executor_process", "this_process", "node_name_for",
-           "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "start_node"]
+__all__ = ["NodePlan", "NodeInfo", "LaunchedNode", "ray_start_command", "executor_process", "this_process",
+           "node_name_for", "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "launch_node", "start_node",
+           "read_gcs_port", "start_without_client_server", "HEAD_MISSING"]
+
+T = TypeVar("T")
 
 READY_MARKER = "Ray runtime started."
 _LOG_TAIL_LINES = 40
@@ -158,12 +163,6 @@ def rotate_node_logs(log_dir: str, keep: int = KEPT_NODE_LOGS, temp_root: str = 
     return deleted
 
 
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def _option(name: str, value: Any) -> str:
     if isinstance(value, bool):
         value = str(value).lower()
@@ -172,17 +171,25 @@ def _option(name: str, value: Any) -> str:
     return f"--{name.replace('_', '-')}={value}"
 
 
+#: Ray's ports that its own processes bind when given 0 (each publishes the port it got in a file
+#: of its session dir); zoo_lite never picks a port for Ray, so two nodes cannot race for one
+_SELF_BOUND_PORTS = ("dashboard_agent_listen_port", "metrics_export_port", "runtime_env_agent_port")
+
+
 def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, head_address: Optional[str],
-                      head_port: Optional[int] = None, python: str = sys.executable) -> list[str]:
+                      python: str = sys.executable) -> list[str]:
     """The ``ray start --block`` command line of one node; the head when ``head_address`` is None.
 
-    Every port with a fixed default gets a free one, so several nodes can share a host.
+    No port is picked here: the head's GCS and the agents bind port 0 themselves (the GCS' port
+    is read from its port file, :func:`head_gcs_port`), the raylet's ports are Ray's random ones,
+    and the dashboard (on when ``include_webui=True``) tries 8265 and the ports above it. The
+    user's ``extra_params`` come last, so a port given there wins.
 
     Examples
     --------
     >>> plan = NodePlan("127.0.0.1", 1, "s", "t", cpus_per_node=2, start_timeout_s=60)
-    >>> command = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None, head_port=6380)
-    >>> "--head" in command and "--port=6380" in command and "--num-cpus=2" in command
+    >>> command = ray_start_command(plan, "127.0.0.1", "n0", "/tmp/x", head_address=None)
+    >>> "--head" in command and "--port=0" in command and "--num-cpus=2" in command
     True
     """
     command = [python, "-c", "from ray.scripts.scripts import main; main()", "start", "--block", "--log-color=false",
@@ -191,11 +198,9 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
                # each Python process Ray starts costs about a second of CPU; no autoscaler is needed,
                # and the log monitor only serves RaySettings.log_output
                _option("include_log_monitor", plan.include_log_monitor),
-               _option("dashboard_agent_listen_port", free_port(host)), _option("metrics_export_port", free_port(host)),
-               _option("runtime_env_agent_port", free_port(host)), _option("ray_client_server_port", free_port(host))]
+               *(_option(port, 0) for port in _SELF_BOUND_PORTS)]
     if head_address is None:
-        command += ["--head", _option("port", head_port), "--no-monitor", _option("include_dashboard", plan.include_dashboard),
-                    _option("dashboard_port", free_port(host))]
+        command += ["--head", _option("port", 0), "--no-monitor", _option("include_dashboard", plan.include_dashboard)]
         if plan.include_dashboard:
             command.append(_option("dashboard_host", host))
         if plan.system_config:
@@ -206,6 +211,25 @@ def ray_start_command(plan: NodePlan, host: str, node_name: str, temp_dir: str, 
         command.append(_option("object_store_memory", plan.object_store_bytes))
     command += [_option(name, value) for name, value in plan.extra_params.items()]
     return command
+
+
+def start_without_client_server(ray_params: Any, head: bool) -> None:
+    """Ray's ``RAY_START_HOOK``, run by ``ray start`` before the node starts: no Ray Client server.
+
+    ``ray start`` gives the head a Ray Client server on the fixed port 10001 and takes no 0 for
+    it, so two heads on a host would collide; zoo_lite's drivers never use Ray Client, and the
+    server costs a Python process. A ``ray_client_server_port`` in ``extra_params`` keeps it
+    (:func:`ray_environment` then does not set the hook).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> params = SimpleNamespace(ray_client_server_port=10001)
+    >>> start_without_client_server(params, head=True)
+    >>> params.ray_client_server_port is None
+    True
+    """
+    ray_params.ray_client_server_port = None
 
 
 def ray_environment(plan: NodePlan) -> dict[str, str]:
@@ -222,6 +246,8 @@ def ray_environment(plan: NodePlan) -> dict[str, str]:
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": plan.auth_token, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0",
            # "0" rather than nothing with log_output: the executor may pass on a quiet level of its own
            "TF_CPP_MIN_LOG_LEVEL": "0" if plan.include_log_monitor else QUIET_TF_CPP_MIN_LOG_LEVEL}
+    if "ray_client_server_port" not in plan.extra_params:
+        env["RAY_START_HOOK"] = f"{__name__}.{start_without_client_server.__name__}"
     return {**env, **{str(k): str(v) for k, v in plan.env.items()}}
 
 
@@ -238,34 +264,95 @@ def _log_tail(path: str) -> str:
     return f"{tail}\n{marker}:\n{process_logs.strip()}" if marker else tail
 
 
-def _wait_until_ready(watchdog: subprocess.Popen, log_path: str, node_name: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
+@dataclass
+class LaunchedNode:
+    """A node whose watchdog runs ``ray start``, from its launch until it runs (:func:`launch_node`)."""
+
+    rank: int
+    host: str
+    node_name: str
+    temp_dir: str
+    log_path: str
+    executor_pid: int
+    watchdog: subprocess.Popen
+    deadline: float   # time.monotonic() by which the node must run (ray_start_timeout_s)
+    timeout_s: float
+    fixed_gcs_port: Optional[int] = None   # the head's ``port`` of extra_params, else the GCS picks one
+
+    def _wait_for(self, found: Callable[[], Optional[T]], what: str) -> T:
+        """Poll ``found()`` until it returns a value; a watchdog that ended or the deadline is an error."""
+        while True:
+            value = found()
+            if value is not None:
+                return value
+            if self.watchdog.poll() is not None:
+                raise RayNodeStartError(f"Ray node {self.node_name} failed to start; last lines of `ray start`:\n"
+                                        f"{_log_tail(self.log_path)}")
+            if time.monotonic() > self.deadline:
+                self.watchdog.terminate()  # its clean-up ends whatever already started and keeps Ray's logs
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.watchdog.wait(_WATCHDOG_END_S)
+                raise ClusterStartError(
+                    f"Ray node {self.node_name} did not {what} within {self.timeout_s:.0f} s (ray_start_timeout_s); "
+                    f"last lines of `ray start`:\n{_log_tail(self.log_path)}"
+                )
+            time.sleep(_POLL_S)
+
+    def head_gcs_port(self) -> int:
+        """The port the head's GCS bound (it starts with ``--port=0``), once it has published it:
+        about a second after the launch, long before the whole node runs, so the other nodes can
+        start meanwhile."""
+        if self.fixed_gcs_port is not None:
+            return self.fixed_gcs_port
+        return self._wait_for(lambda: read_gcs_port(self.temp_dir), "bind its GCS port")
+
+    def running(self, gcs_address: str) -> NodeInfo:
+        """Wait until ``ray start`` says the node runs; the node's :class:`NodeInfo`."""
+        self._wait_for(lambda: True if _log_has(self.log_path, READY_MARKER) else None, "start")
+        return NodeInfo(self.rank, self.host, socket.gethostname(), self.node_name, self.temp_dir, gcs_address,
+                        self.executor_pid, self.watchdog.pid, self.log_path)
+
+
+def _log_has(path: str, marker: str) -> bool:
+    try:
+        with open(path, errors="replace") as handle:
+            return marker in handle.read()
+    except OSError:
+        return False
+
+
+def read_gcs_port(temp_dir: str) -> Optional[int]:
+    """The port in the GCS' port file of the node with temp dir ``temp_dir``, or None while the
+    GCS has not written it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> temp_dir = tempfile.mkdtemp()
+    >>> read_gcs_port(temp_dir) is None
+    True
+    >>> os.makedirs(os.path.join(temp_dir, "session_1"))
+    >>> with open(os.path.join(temp_dir, "session_1", "gcs_server_port_abc"), "w") as port_file:
+    ...     _ = port_file.write("41234")
+    >>> read_gcs_port(temp_dir)
+    41234
+    """
+    for path in glob.glob(os.path.join(temp_dir, "session_*", "gcs_server_port_*")):
         try:
-            with open(log_path, errors="replace") as handle:
-                if READY_MARKER in handle.read():
-                    return
-        except OSError:
-            pass
-        if watchdog.poll() is not None:
-            raise RayNodeStartError(f"Ray node {node_name} failed to start; last lines of `ray start`:\n{_log_tail(log_path)}")
-        if time.monotonic() > deadline:
-            watchdog.terminate()  # its clean-up ends whatever already started and keeps Ray's logs
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                watchdog.wait(_WATCHDOG_END_S)
-            raise ClusterStartError(
-                f"Ray node {node_name} did not start within {timeout_s:.0f} s (ray_start_timeout_s); "
-                f"last lines of `ray start`:\n{_log_tail(log_path)}"
-            )
-        time.sleep(_POLL_S)
+            with open(path) as handle:
+                return int(handle.read().strip())
+        except (OSError, ValueError):
+            continue   # being written
+    return None
 
 
 _started_watchdogs: list[subprocess.Popen] = []  # kept so that ended watchdogs are reaped
 
 
-def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str], head_port: Optional[int] = None,
-               owner: Optional[tuple[int, float]] = None) -> NodeInfo:
-    """Start one Ray node under a watchdog and return once it runs.
+def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str],
+                owner: Optional[tuple[int, float]] = None) -> LaunchedNode:
+    """Start one Ray node's watchdog, which starts ``ray start``; the head when ``head_address``
+    is None. Returns at once; :meth:`LaunchedNode.running` waits for the node.
 
     The node lives as long as ``owner`` (pid, start time), by default this task's executor JVM,
     and as long as the driver's lease."""
@@ -279,7 +366,7 @@ def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str]
     os.makedirs(log_dir, exist_ok=True)
     log_path = node_log_path(log_dir, node_name, temp_dir)
     spec = WatchdogSpec(
-        command=ray_start_command(plan, host, node_name, temp_dir, head_address, head_port),
+        command=ray_start_command(plan, host, node_name, temp_dir, head_address),
         env=ray_environment(plan), log_path=log_path, temp_dir=temp_dir, node_name=node_name,
         lease_host=plan.lease_host, lease_port=plan.lease_port, lease_secret=plan.lease_secret,
         executor_pid=executor_pid, executor_create_time=executor_started,
@@ -294,9 +381,17 @@ def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str]
         start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
     )
     _started_watchdogs.append(watchdog)
-    _wait_until_ready(watchdog, log_path, node_name, plan.start_timeout_s)
-    gcs_address = head_address or f"{host}:{head_port}"
-    return NodeInfo(rank, host, socket.gethostname(), node_name, temp_dir, gcs_address, executor_pid, watchdog.pid, log_path)
+    fixed_port = plan.extra_params.get("port")
+    return LaunchedNode(rank, host, node_name, temp_dir, log_path, executor_pid, watchdog,
+                        time.monotonic() + plan.start_timeout_s, plan.start_timeout_s,
+                        int(fixed_port) if fixed_port is not None else None)
+
+
+def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str],
+               owner: Optional[tuple[int, float]] = None) -> NodeInfo:
+    """Start one Ray node under a watchdog (:func:`launch_node`) and return once it runs."""
+    node = launch_node(plan, rank, host, head_address, owner)
+    return node.running(head_address or f"{host}:{node.head_gcs_port()}")
 
 
 def _check_one_task_per_executor(announced: list[dict[str, Any]]) -> None:
@@ -319,12 +414,28 @@ def _started_or_error(start: Callable[[], NodeInfo]) -> dict[str, Any]:
         return {"error": encode_remote_error(error)}
 
 
+def _launched_head(plan: NodePlan, host: str, owner: tuple[int, float]
+                   ) -> tuple[Optional[LaunchedNode], Optional[int], Optional[Exception]]:
+    """The head launched, and the port its GCS bound; or the failure, for task 0 to report after
+    it has told the other tasks (which wait for it at the barrier) that there is no head."""
+    try:
+        head = launch_node(plan, 0, host, None, owner)
+        return head, head.head_gcs_port(), None
+    except Exception as error:  # noqa: BLE001 - reported after the barrier
+        return None, None, error
+
+
+#: what a task reports when it started nothing because the head did not start (task 0 says why)
+HEAD_MISSING = "skipped"
+
+
 def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Iterator[dict[str, Any]]]:
     """The ``mapPartitions`` function of the barrier job: one Ray node per task, the head on task 0.
 
-    All nodes start at once: ``ray start --address`` waits for a head that is still starting, and
-    on a small machine starting the nodes one after the other would double the start-up time.
-    If the head fails, the others fail too, within ``ray_start_timeout_s``."""
+    Task 0 launches the head and waits only until its GCS has bound a port (about a second);
+    one ``allGather`` then tells every task the head's address and proves that no two tasks
+    share an executor, and the other nodes start while the head finishes starting. Where the
+    head did not start, the other tasks start nothing and task 0 reports why."""
 
     def run(_: Iterator[Any]) -> Iterator[dict[str, Any]]:
         from pyspark import BarrierTaskContext
@@ -333,16 +444,20 @@ def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Ite
         rank = context.partitionId()
         host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
         executor = executor_process()
-        executor_pid = executor[0]
-        head_port = free_port(host) if rank == 0 else None
+        head, head_port, head_failure = _launched_head(plan, host, executor) if rank == 0 else (None, None, None)
         announced = [json.loads(message) for message in context.allGather(
-            json.dumps({"host": host, "executor_pid": executor_pid, "head_port": head_port}))]
+            json.dumps({"host": host, "executor_pid": executor[0], "head_port": head_port}))]
+        if rank != 0 and announced[0]["head_port"] is None:
+            yield {HEAD_MISSING: True}
+            return
         head_address = f"{announced[0]['host']}:{announced[0]['head_port']}"
 
         def check_and_start() -> NodeInfo:
+            if head_failure is not None:
+                raise head_failure
             _check_one_task_per_executor(announced)
-            if rank == 0:
-                return start_node(plan, rank, host, None, head_port, owner=executor)
+            if head is not None:
+                return head.running(head_address)
             return start_node(plan, rank, host, head_address, owner=executor)
 
         yield _started_or_error(check_and_start)

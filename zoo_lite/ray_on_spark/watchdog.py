@@ -6,9 +6,15 @@ by the barrier task that launches the node. It then:
 1. connects to the driver's lease server and says hello; without that connection no Ray starts;
 2. starts ``ray start --block`` as its child, and becomes a child subreaper so that every Ray
    process the node spawns stays its descendant even when its parent exits;
-3. ends the whole process tree when any of these happens: the driver asks it to stop, the
-   driver's connection drops (the driver died), the executor JVM it belongs to exits, or
-   ``ray start`` exits on its own.
+3. sends the driver a heartbeat byte every second, by which the driver tells a host that is cut
+   off or stalled (it closes nothing) from a live one;
+4. ends the whole process tree when any of these happens: the driver asks it to stop, the
+   driver's connection drops or is refused (the driver died, or gave this node up as silent and
+   closed it), the executor JVM it belongs to exits, or ``ray start`` exits on its own.
+
+The driver sends no heartbeats of its own: user code on the driver may hold the GIL for minutes
+(a large pandas step), and that must not end the cluster. A driver that is gone for good is
+found by its closed connection, or by the reset that answers the next heartbeat.
 
 It imports only the standard library and psutil, so it starts in a fraction of a second.
 Run as ``python -m zoo_lite.ray_on_spark.watchdog SPEC_JSON_FILE``.
@@ -30,10 +36,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Optional
 
-__all__ = ["WatchdogSpec", "STOP", "STOPPED", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
+__all__ = ["WatchdogSpec", "STOP", "STOPPED", "HEARTBEAT", "HEARTBEAT_INTERVAL_S", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
 
 STOP = b"stop\n"
 STOPPED = b"stopped\n"
+#: the byte a watchdog sends the driver every :data:`HEARTBEAT_INTERVAL_S`; a node that sends
+#: nothing for the driver's ``heartbeat_timeout_s`` counts as lost (a cut link sends no close)
+HEARTBEAT = b"."
+HEARTBEAT_INTERVAL_S = 1.0
 #: the line after which a failed node's log holds the tails of Ray's own process logs
 RAY_LOGS_MARKER = "zoo_lite watchdog: the last lines of the node's Ray process logs"
 #: Ray's process logs worth keeping when a node ends other than by a stop (the session dir goes)
@@ -102,20 +112,30 @@ def _connect(spec: WatchdogSpec) -> socket.socket:
 
 
 def _wait_for_reason(ray: subprocess.Popen, lease: socket.socket, spec: WatchdogSpec) -> str:
-    """Block until the node must end; return why."""
+    """Block until the node must end, sending heartbeats meanwhile; return why."""
     received = b""
+    last_sent = time.monotonic()
     while True:
         readable, _, _ = select.select([lease], [], [], _POLL_S)
+        now = time.monotonic()
         if readable:
             try:
-                chunk = lease.recv(64)
+                chunk = lease.recv(4096)
             except OSError:
                 chunk = b""
             if not chunk:
                 return "the driver's connection closed"
-            received += chunk
-            if STOP in received:
+            if STOP in received + chunk:
                 return "stop"
+            received = (received + chunk)[-len(STOP):]   # a STOP split over two reads
+        if now - last_sent >= HEARTBEAT_INTERVAL_S:
+            last_sent = now
+            try:
+                lease.send(HEARTBEAT, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                pass   # the driver has not read for a long while; the connection decides
+            except OSError:
+                return "the driver's connection broke"
         if ray.poll() is not None:
             return f"ray start exited with code {ray.returncode}"
         if not _process_alive(spec.executor_pid, spec.executor_create_time):

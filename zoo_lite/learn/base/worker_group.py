@@ -313,13 +313,15 @@ class WorkerGroup:
 
     def _raise_if_a_node_was_lost(self, what: str) -> None:
         """A lost node ends the call at once: Ray itself may never report it (its calls block
-        while the head node is gone), but the node's lease closes within a second."""
-        lost = self._ray_context.lost_nodes()
+        while the head node is gone), but the node's lease closes within a second, or falls
+        silent for ``heartbeat_timeout_s`` when its host is cut off."""
+        lost = self._ray_context.lost_node_reasons()
         if lost:
             ranks = [rank for rank, name in enumerate(self.node_names) if name in lost]
+            causes = "; ".join(f"{name}: {reason}" for name, reason in sorted(lost.items()))
             raise WorkerError(ranks[0] if ranks else 0,
-                              f"Ray node(s) {lost} died during {what} (their executor or processes were lost; "
-                              f"workers {ranks} ran there); Ray on Spark is restarted on next use", lost=True)
+                              f"Ray node(s) lost during {what} ({causes}); workers {ranks} ran there; "
+                              "Ray on Spark is restarted on next use", lost=True)
 
     def kill(self) -> None:
         """End every actor at once (idempotent)."""
