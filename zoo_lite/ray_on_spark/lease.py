@@ -39,7 +39,12 @@ class _Lease:
 
     def check_silence(self, silence_timeout_s: float) -> None:
         """Count the lease as lost once its watchdog was silent too long, and close it: the
-        watchdog ends its node as soon as it can hear again, instead of rejoining."""
+        watchdog ends its node as soon as it can hear again, instead of rejoining.
+
+        What arrived meanwhile is read first: a driver whose threads could not run for a while
+        (user code holding the GIL) finds the heartbeats waiting, and loses no node for it."""
+        if self.lost_reason is None:
+            _hear(self)
         silent_s = time.monotonic() - self.last_heard
         if self.lost_reason is None and silent_s > silence_timeout_s:
             self.lost_reason = (f"its host was silent for {silent_s:.0f} s (heartbeat_timeout_s={silence_timeout_s:g}): "
