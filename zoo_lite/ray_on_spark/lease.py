@@ -24,7 +24,7 @@ from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S, STOP, STOPPED
 __all__ = ["LeaseServer", "DEFAULT_SILENCE_TIMEOUT_S"]
 
 _HELLO_TIMEOUT_S = 10.0
-#: how long a node (or the driver, as its watchdog sees it) may be silent before it counts as lost
+#: how long a node's watchdog may send nothing before the node counts as lost
 DEFAULT_SILENCE_TIMEOUT_S = 30.0
 _CLOSED = "its watchdog's connection closed (its processes or its executor ended)"
 
@@ -79,7 +79,7 @@ class LeaseServer:
         self._lock = threading.Lock()
         self._closed = False
         self._thread = threading.Thread(target=self._accept_loop, name="zoo_lite-ray-lease", daemon=True)
-        self._heartbeats = threading.Thread(target=self._heartbeat_loop, name="zoo_lite-ray-lease-heartbeats", daemon=True)
+        self._listener_of_heartbeats = threading.Thread(target=self._heartbeat_loop, name="zoo_lite-ray-lease-heartbeats", daemon=True)
 
     @classmethod
     def start(cls, host: str, silence_timeout_s: float = DEFAULT_SILENCE_TIMEOUT_S) -> "LeaseServer":
@@ -88,7 +88,7 @@ class LeaseServer:
         listener.listen(64)
         server = cls(listener, host, silence_timeout_s)
         server._thread.start()
-        server._heartbeats.start()
+        server._listener_of_heartbeats.start()
         return server
 
     def _accept_loop(self) -> None:
@@ -119,20 +119,20 @@ class LeaseServer:
     def _heartbeat_loop(self) -> None:
         """Note what every watchdog sent (heartbeats, or a close); each interval, count the
         leases silent for too long as lost."""
-        next_beat = time.monotonic()
+        next_check = time.monotonic()
         while True:
             with self._lock:
                 if self._closed:
                     return
                 open_leases = [lease for lease in self._leases.values() if lease.lost_reason is None]
-            readable = _readable([lease.connection for lease in open_leases], max(0.0, next_beat - time.monotonic()))
+            readable = _readable([lease.connection for lease in open_leases], max(0.0, next_check - time.monotonic()))
             with self._lock:
                 current = set(map(id, self._leases.values()))
                 for lease in open_leases:
                     if id(lease) in current and lease.connection in readable:
                         _hear(lease)
-                if time.monotonic() >= next_beat:
-                    next_beat = time.monotonic() + HEARTBEAT_INTERVAL_S
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + HEARTBEAT_INTERVAL_S
                     for lease in open_leases:
                         if id(lease) in current and lease.lost_reason is None:
                             lease.check_silence(self.silence_timeout_s)
@@ -184,7 +184,7 @@ class LeaseServer:
 
         Returns the names of the nodes that did not confirm within ``timeout_s`` (their
         watchdogs still end them, since the connection is closed as well). A silent node is not
-        waited for: its watchdog ends the node once it notices the driver's silence."""
+        waited for: its watchdog ends the node once its host can hear the closed connection."""
         with self._lock:
             self._closed = True
         leases = self._take(set(self.node_names()))
@@ -221,6 +221,8 @@ def _hear(lease: _Lease) -> None:
 def _stop(leases: dict[str, _Lease], timeout_s: float, silence_timeout_s: float) -> list[str]:
     """Send ``stop`` on every lease, wait for the confirmations, close; return the unconfirmed.
     Silent leases are not waited for: a cut-off host could not confirm within any bound."""
+    for lease in leases.values():   # before the stop: reading later could take a confirmation
+        lease.check_silence(silence_timeout_s)
     for lease in leases.values():
         try:
             lease.connection.settimeout(1.0)   # a stalled peer's full window must not block the stop
@@ -228,8 +230,6 @@ def _stop(leases: dict[str, _Lease], timeout_s: float, silence_timeout_s: float)
         except OSError:
             pass
     deadline = time.monotonic() + timeout_s
-    for lease in leases.values():
-        lease.check_silence(silence_timeout_s)
     silent = {name for name, lease in leases.items() if lease.lost_reason not in (None, _CLOSED)}
     unconfirmed = [name for name, lease in leases.items() if name in silent or not _confirmed(lease.connection, deadline)]
     for lease in leases.values():
