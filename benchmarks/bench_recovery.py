@@ -18,6 +18,15 @@ Cases, interleaved round by round (``--repeat`` rounds), each on a new Estimator
   after every epoch and restored with ``ray.train.get_checkpoint()``; the data fed the usual Ray
   way (``ray.data.from_pandas`` of the collected frame, ``iter_torch_batches``), as in
   ``bench_torch_fit.py``; rank 1 kills itself at the same point.
+- (4) zoo_lite ``Estimator.from_torch(max_failures=3)`` again, but rank 1 SIGKILLs the Spark
+  executor JVM its Ray node belongs to (the node ends with it): only that node is replaced. The
+  fit resumes on the one node left, and grows back to 2 workers between epochs once Spark has
+  started a new executor and a node runs on it. Ray Train has no counterpart here: its
+  ``ScalingConfig`` asks for 2 workers of 1 CPU, and with one of the 2 nodes gone it waits for
+  CPUs that nothing brings back (Ray on Spark adds nodes when zoo_lite asks for Ray).
+- (5) as (4), on the frame persisted with 2 replicas (``MEMORY_AND_DISK_2``): the partitions the
+  dead executor cached are not recomputed when the fit reloads its data (in (4) Spark recomputes
+  them from the frame's lineage, which is the user's data cost, not zoo_lite's).
 
 What is measured, from ``time.time()`` stamps the workers write to files (one machine, one clock):
 
@@ -36,12 +45,15 @@ What is measured, from ``time.time()`` stamps the workers write to files (one ma
 A warm-up fit of each zoo_lite Estimator (1 epoch, not counted) runs before the rounds.
 
 Targets (issue text): epochs redone <= 1; recovery <= 15 s, or <= 0.5x Ray Train's recovery in
-the same run. For information: zoo_lite's interrupted fit against the same fit uninterrupted.
+the same run; (4) an executor's death -> the first resumed step <= 10 s. For information:
+zoo_lite's interrupted fit against the same fit uninterrupted; (4) the death -> the fit back on
+2 workers.
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_recovery.py --repeat 3    # ~8-12 min on 2 cores
     .venv/bin/python benchmarks/bench_recovery.py --quick       # 1 round, 100,000 rows
+    .venv/bin/python benchmarks/bench_recovery.py --cases torch,executor   # a worker's death, an executor's death
 
 It prints a markdown report; keep the latest in ``benchmarks/RESULTS.md``.
 """
@@ -78,6 +90,9 @@ from zoo_lite.learn.pytorch import Callback
 DEATH, BEGUN, RESTORED, RESUMED, EPOCHS = "death.json", "begun.json", "restored.json", "resumed.json", "epochs.txt"
 EPOCH_TIMES = "epoch-times.txt"   # seconds of each epoch, a line each (rank 0; Keras and Ray Train)
 TARGET_REDONE, TARGET_RECOVERY_S, TARGET_VS_RAY = 1.0, 15.0, 0.5
+TARGET_EXECUTOR_S = 10.0   # an executor's death -> the first resumed step (the "Host failures" issue)
+#: every case, in the order of a round (``--cases`` picks some)
+CASES = ("torch_plain", "torch", "keras_plain", "keras", "ray", "executor", "executor_replicated")
 
 
 # -- the model (as bench_torch_fit.py and bench_keras_fit.py build it) ---------------------------------------
@@ -123,11 +138,25 @@ def read_lines(folder: str, name: str) -> list[str]:
         return [line.strip() for line in handle if line.strip()]
 
 
-def die(folder: str, epoch: int, step: int, steps_per_epoch: int) -> None:
+def die(folder: str, epoch: int, step: int, steps_per_epoch: int, what: str = "worker") -> None:
     """Stamp the death (epoch and step are 0-based: ``step`` was the last one done), then SIGKILL
-    this process. The stamp is also the marker that makes every later group run on."""
-    stamp(os.path.join(folder, DEATH), pid=os.getpid(), epoch=epoch, step=step, steps_per_epoch=steps_per_epoch)
-    os.kill(os.getpid(), signal.SIGKILL)
+    this process, or with ``what="executor"`` the Spark executor JVM whose Ray node runs it (its
+    node ends with it). The stamp is also the marker that makes every later group run on."""
+    import psutil
+
+    victim = psutil.Process()
+    if what == "executor":
+        while victim.name() != "java":
+            victim = victim.parent()
+    stamp(os.path.join(folder, DEATH), pid=victim.pid, epoch=epoch, step=step, steps_per_epoch=steps_per_epoch)
+    os.kill(victim.pid, signal.SIGKILL)
+
+
+def stamp_once(path: str, **fields: Any) -> None:
+    """:func:`stamp`, unless the file exists: only the first group begun after the death counts
+    (after an executor's death a fit resumes on fewer workers, then grows back: a second group)."""
+    if not os.path.exists(path):
+        stamp(path, **fields)
 
 
 def should_die(folder: str, kill_epoch: Optional[int], epoch: int, step: int, steps_per_epoch: int) -> bool:
@@ -141,17 +170,19 @@ class TorchProbe(Callback):
     ``kill_epoch``; in a group begun after that, rank 0 stamps the fit's begin and its first step.
     It counts the steps of each epoch itself, so the middle is measured, not computed."""
 
-    def __init__(self, folder: str, kill_epoch: Optional[int], kill_rank: int = 1) -> None:
-        self.folder, self.kill_epoch, self.kill_rank = folder, kill_epoch, kill_rank
+    def __init__(self, folder: str, kill_epoch: Optional[int], kill_rank: int = 1, kill_what: str = "worker") -> None:
+        self.folder, self.kill_epoch, self.kill_rank, self.kill_what = folder, kill_epoch, kill_rank, kill_what
         self.resumed, self.first_step_stamped = False, False
         self.steps_per_epoch, self.steps = 0, 0
 
     def before_run(self, runner: Any) -> None:
         self.resumed = os.path.exists(os.path.join(self.folder, DEATH))
         if self.resumed and runner.rank == 0:
-            stamp(os.path.join(self.folder, BEGUN), epoch=runner.epoch)
+            stamp_once(os.path.join(self.folder, BEGUN), epoch=runner.epoch)
 
     def before_train_epoch(self, runner: Any) -> None:
+        # again here: a resumed fit restores the callbacks' state (this object's fields) after before_run
+        self.resumed = os.path.exists(os.path.join(self.folder, DEATH))
         self.steps = 0
 
     def after_train_iter(self, runner: Any) -> None:
@@ -159,10 +190,10 @@ class TorchProbe(Callback):
         if self.resumed:
             if runner.rank == 0 and not self.first_step_stamped:
                 self.first_step_stamped = True
-                stamp(os.path.join(self.folder, RESUMED), epoch=runner.epoch, step=runner.batch_idx)
+                stamp_once(os.path.join(self.folder, RESUMED), epoch=runner.epoch, step=runner.batch_idx)
         elif runner.rank == self.kill_rank and should_die(self.folder, self.kill_epoch, runner.epoch, runner.batch_idx,
                                                           self.steps_per_epoch):
-            die(self.folder, runner.epoch, runner.batch_idx, self.steps_per_epoch)
+            die(self.folder, runner.epoch, runner.batch_idx, self.steps_per_epoch, self.kill_what)
 
     def after_train_epoch(self, runner: Any) -> None:
         self.steps_per_epoch = self.steps
@@ -302,6 +333,8 @@ def recovery_figures(run: Run, folder: str) -> tuple[Optional[dict[str, Any]], O
     return death, resumed
 
 
+#: the executor case's second figure: from the death to the fit's log line that it grew back to 2 workers
+GROWN = "death -> the fit back on 2 workers (a node started on the executor Spark gave back)"
 #: the steps of starting a worker group and loading the data, as :func:`zoo_phases` and :func:`zoo_start_phases` name them
 STARTED, CONNECTED, STATE = ("new group: actor processes started, runners built", "new group: workers connected to each other",
                              "model state sent to the workers")
@@ -379,7 +412,7 @@ def check_lost_line(run: Run, spans: DriverSpans, expected: str) -> None:
 
 # -- (1) zoo_lite PyTorch ----------------------------------------------------------------------------------------
 
-def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, kill: bool) -> Run:
+def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, kill: bool, kill_what: str = "worker") -> Run:
     from zoo_lite.learn.pytorch import Estimator
 
     model = make_torch_model()
@@ -389,7 +422,7 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
         with DriverSpans().attached(est) as spans:
             started = time.time()
             history = est.fit(frame, epochs=args.epochs, batch_size=args.batch, feature_cols=["features"], label_cols=["label"],
-                              callbacks=[TorchProbe(folder, args.kill_epoch if kill else None)])
+                              callbacks=[TorchProbe(folder, args.kill_epoch if kill else None, kill_what=kill_what)])
             run = Run(time.time() - started, [h["epoch_time_s"] for h in history])
     finally:
         est.shutdown()
@@ -397,7 +430,15 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
     if epochs != list(range(1, args.epochs + 1)) or any(h["num_samples"] != rows for h in history):
         run.problems.append(f"history: epochs {epochs}, rows {[h['num_samples'] for h in history]} (expected each of "
                             f"1..{args.epochs} once, {rows} rows each)")
-    if kill:
+    if kill and kill_what == "executor":
+        death, _ = recovery_figures(run, folder)
+        k = args.kill_epoch
+        check_lost_line(run, spans, f"lost in epoch {k}; resuming from epoch {k - 1} on 1 workers")
+        check_lost_line(run, spans, "Ray nodes were added back")
+        grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
+        if death is not None and grown is not None:
+            run.phases = {GROWN: grown - death["at"]}
+    elif kill:
         death, resumed = recovery_figures(run, folder)
         if death and resumed:
             zoo_phases(run, spans, folder, death, resumed)
@@ -557,7 +598,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--kill-epoch", type=int, default=3, help="the epoch (1-based) in whose middle a worker dies (default 3)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--quick", action="store_true", help="1 round on 100,000 rows")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"comma-separated cases to run, of {', '.join(CASES)} (default: all)")
     args = parser.parse_args(argv)
+    cases = [case.strip() for case in args.cases.split(",") if case.strip()]
+    if not cases or set(cases) - set(CASES):
+        parser.error(f"--cases={args.cases!r}: give some of {', '.join(CASES)}")
     if not 2 <= args.kill_epoch <= args.epochs:
         parser.error("--kill-epoch must be in [2, --epochs]: the probes measure an epoch's steps before they kill")
     rows, repeat = (100_000, 1) if args.quick else (args.rows, args.repeat)
@@ -574,7 +620,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     load_before, digest_before = os.getloadavg(), source_digest()
     cpu_before = os.times()
     started = time.time()
-    runs: dict[str, list[Run]] = {name: [] for name in ("torch", "torch_plain", "keras", "keras_plain", "ray")}
+    runs: dict[str, list[Run]] = {name: [] for name in CASES}
     bare = {name: Timing() for name in ("up", "torch", "tensorflow")}
     root = tempfile.mkdtemp(prefix="bench-recovery-")
     init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
@@ -590,12 +636,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         def folder() -> str:
             return tempfile.mkdtemp(dir=root)
 
+        replicas: list[Any] = []
+
+        def replicated_frame() -> Any:
+            """The frame again, persisted with 2 replicas (``MEMORY_AND_DISK_2``): an executor's death
+            loses no partition, so nothing is recomputed when the fit reloads its data."""
+            if not replicas:
+                from pyspark import StorageLevel
+                from pyspark.sql import functions as F
+
+                # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache for the same one
+                copy = frame.select("features", (F.col("label") + 0).alias("label"))
+                replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2))
+                replicas[0].count()
+            return replicas[0]
+
         # not counted: the first fits pay once for what every later one finds ready (the executors'
         # Python workers, the first Arrow conversion of the frame)
         log("warm-up fits")
         warm_up = argparse.Namespace(**{**vars(args), "epochs": 1})
         zoo_torch_run(frame, rows, warm_up, folder(), kill=False)
-        zoo_keras_run(frame, warm_up, folder(), kill=False)
+        if {"keras", "keras_plain"} & set(cases):
+            zoo_keras_run(frame, warm_up, folder(), kill=False)
         for round_index in range(repeat):
             log(f"round {round_index + 1}/{repeat}")
             steps = [
@@ -604,8 +666,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ("keras_plain", lambda: zoo_keras_run(frame, args, folder(), kill=False)),
                 ("keras", lambda: zoo_keras_run(frame, args, folder(), kill=True)),
                 ("ray", lambda: ray_train_run(dataset, args, folder(), storage)),
+                ("executor", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor")),
+                ("executor_replicated", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True,
+                                                              kill_what="executor")),
             ]
-            for name, step in steps:
+            for name, step in [(name, step) for name, step in steps if name in cases]:
                 if name == "ray":   # the CPUs are free between the zoo_lite cases and Ray Train
                     for module in ("torch", "tensorflow"):
                         up_s, import_s = bare_actors(module)
@@ -624,13 +689,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     load_after, digest_after = os.getloadavg(), source_digest()
     wall_s = time.time() - started
 
-    recovery = {name: Timing([r.recovery_s for r in runs[name] if not math.isnan(r.recovery_s)]) for name in ("torch", "keras", "ray")}
+    recovery = {name: Timing([r.recovery_s for r in runs[name] if not math.isnan(r.recovery_s)])
+                for name in ("torch", "keras", "ray", "executor", "executor_replicated")}
     fits = {name: Timing([r.fit_s for r in group]) for name, group in runs.items()}
-    redone = {name: median_of(runs[name], lambda r: r.redone_epochs) for name in ("torch", "keras", "ray")}
+    redone = {name: median_of(runs[name], lambda r: r.redone_epochs)
+              for name in ("torch", "keras", "ray", "executor", "executor_replicated")}
     problems = {name: [p for r in group for p in r.problems] for name, group in runs.items()}
     ray_median = recovery["ray"].median if recovery["ray"].seconds else math.nan
     targets = []
-    for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras")):
+    for name, label in [(name, label) for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras"))
+                        if runs[name]]:
         ok_history = not problems[name] and not problems[f"{name}_plain"]
         targets.append((f"{label}: epochs redone (median), no epoch trained twice", f"{redone[name]:.2f}",
                         f"<= {TARGET_REDONE:g}", redone[name] <= TARGET_REDONE and ok_history))
@@ -640,8 +708,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         f"<= {TARGET_RECOVERY_S:g} s or <= {TARGET_VS_RAY:g}x",
                         median <= TARGET_RECOVERY_S or ratio <= TARGET_VS_RAY))
     twice = sum(1 for r in runs["ray"] if r.problems)
-    targets.append(("(3) Ray Train: epochs redone (median)", f"{redone['ray']:.2f}"
-                    + (f"; an epoch trained twice in {twice} of {len(runs['ray'])} runs" if twice else ""), "info", True))
+    if runs["ray"]:
+        targets.append(("(3) Ray Train: epochs redone (median)", f"{redone['ray']:.2f}"
+                        + (f"; an epoch trained twice in {twice} of {len(runs['ray'])} runs" if twice else ""), "info", True))
+    for name, label in (("executor", "(4) zoo_lite PyTorch, an executor JVM killed, the frame cached once"),
+                        ("executor_replicated", "(5) the same, the frame persisted with 2 replicas")):
+        if not runs[name]:
+            continue
+        executor_s = Timing([r.recovery_s for r in runs[name] if not math.isnan(r.recovery_s)])
+        median = executor_s.median if executor_s.seconds else math.nan
+        targets.append((f"{label}: death -> first resumed step, s (median), no epoch trained twice", f"{median:.2f}",
+                        f"<= {TARGET_EXECUTOR_S:g} s", median <= TARGET_EXECUTOR_S and not problems[name]))
+        grown = Timing([r.phases[GROWN] for r in runs[name] if GROWN in r.phases])
+        targets.append((f"{label.split(',')[0]}: {GROWN}, s (median)", f"{grown.median:.2f}" if grown.seconds else "-",
+                        "info", True))
 
     phase_names = {name: next((list(r.phases) for r in runs[name] if r.phases), []) for name in ("torch", "keras", "ray")}
 
@@ -683,7 +763,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"{fits[name].spread_cell(1)} | {fits[name + '_plain'].spread_cell(1) if name + '_plain' in fits else '-'} | "
           f"{Timing([s for r in runs.get(name + '_plain', runs[name]) for s in r.epoch_s]).spread_cell(2)} |"
           for name, label in (("torch", "(1) zoo_lite PyTorch, rank 1 killed"), ("keras", "(2) zoo_lite Keras, rank 0 killed"),
-                              ("ray", "(3) Ray Train TorchTrainer, rank 1 killed"))],
+                              ("ray", "(3) Ray Train TorchTrainer, rank 1 killed"),
+                              ("executor", "(4) zoo_lite PyTorch, rank 1's executor JVM killed"),
+                              ("executor_replicated", "(5) the same, the frame persisted with 2 replicas"))
+          if runs[name]],
     ]
     for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras")):
         if phase_names[name]:

@@ -477,27 +477,37 @@ def _start_ray(context: _ActiveContext) -> "RayContext":
     return start_ray_on_spark(context.spark, context.ray_settings, context.settings.cluster_mode, local_cores)
 
 
-def ray_context_started_on_demand() -> "RayContext":
+def ray_context_started_on_demand(add_missing_nodes: bool = False) -> "RayContext":
     """The active context's Ray, started now with the context's Ray options if it has none yet
-    (the Estimators call this, so that ``init_ray_on_spark=True`` is optional), or started again
-    if one of its nodes died (with its executor or its processes)."""
+    (the Estimators call this, so that ``init_ray_on_spark=True`` is optional); a Ray that lost
+    its head (or local mode's one node) is started again.
+
+    A lost executor's node is dropped; a replacement is started at once only on an executor whose
+    host has no node left (Spark tasks there need one to reach Ray), or when no node is left.
+    With ``add_missing_nodes``, nodes are started on every executor Spark gave back (the
+    Estimators ask for that between epochs, where the launch delays nothing else)."""
     with _lock:
         context = _require_active()
         if context.ray is not None and context.ray.lost_nodes():
-            _restart_ray(context)
+            _repair_ray(context)
+        if context.ray is not None:
+            context.ray.add_missing_nodes(context.spark, only_where_needed=not add_missing_nodes)
         if context.ray is None:
             context.ray = _start_ray(context)
         return context.ray
 
 
-def _restart_ray(context: _ActiveContext) -> None:
-    """End what is left of a Ray cluster that lost nodes; the caller starts a new one (a lost head
-    takes the whole cluster with it, and Ray ends a driver left without its head after 60 s)."""
+def _repair_ray(context: _ActiveContext) -> None:
+    """Replace the lost worker nodes of the context's Ray; where the head was lost, end what is
+    left so that the caller starts a new cluster (Ray ends a driver left without its head)."""
     assert context.ray is not None
+    if not context.ray.head_lost():
+        context.ray.replace_lost_nodes(context.spark)
+        return
     import logging
 
     logging.getLogger("zoo_lite").warning(
-        "Ray node(s) were lost (%s); restarting Ray on Spark",
+        "Ray's head node was lost (%s); restarting Ray on Spark",
         "; ".join(f"{name}: {reason}" for name, reason in sorted(context.ray.lost_node_reasons().items())))
     ray, context.ray = context.ray, None
     ray.stop()

@@ -27,6 +27,8 @@ __all__ = [
     "spark_master_and_conf",
     "tensorflow_log_level",
     "registered_executors",
+    "registered_executor_hosts",
+    "drop_executors",
 ]
 
 CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
@@ -332,6 +334,58 @@ def registered_executors(spark: "SparkSession") -> int:
     0
     """
     return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
+
+
+def registered_executor_hosts(spark: "SparkSession") -> list[str]:
+    """The host of each executor registered with the driver of ``spark`` (one entry per
+    executor, the driver not counted; empty in local mode). An executor dropped with
+    :func:`drop_executors` is not counted, even before its process ends.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1)
+    >>> registered_executor_hosts(OrcaContext.get_spark_session())
+    []
+    """
+    jvm_context = spark.sparkContext._jsc.sc()
+    driver = {host_port for executor_id, host_port in _executors_in_status_store(spark) if executor_id == "driver"}
+    block_managers = jvm_context.getExecutorMemoryStatus().keys().toList()
+    host_ports = [str(block_managers.apply(index)) for index in range(block_managers.size())]
+    return sorted(host_port.rsplit(":", 1)[0] for host_port in host_ports if host_port not in driver)
+
+
+def _executors_in_status_store(spark: "SparkSession") -> list[tuple[str, str]]:
+    """``(executor id, host:port)`` of the active executors (and the driver) in Spark's status
+    store, which is updated by events and may still list an executor that was just lost."""
+    entries = spark.sparkContext._jsc.sc().statusStore().executorList(True)
+    return [(str(entry.id()), str(entry.hostPort())) for entry in (entries.apply(index) for index in range(entries.size()))]
+
+
+def drop_executors(spark: "SparkSession", executor_ids: set[str], why: str) -> list[str]:
+    """Have Spark treat the executors ``executor_ids`` as lost now, and ask for as many new ones;
+    returns the ids it knew.
+
+    For executors on a host that fell silent: Spark would otherwise keep scheduling tasks there,
+    and fetching cached blocks and shuffle output from them, until its own heartbeat timeout
+    (``spark.network.timeout``, 120 s by default). Dropping them is what Spark does itself at
+    that timeout: the cluster manager is asked to kill and replace each one, and the scheduler
+    recomputes what they held, at once.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=1)
+    >>> drop_executors(OrcaContext.get_spark_session(), {"7"}, "its host fell silent")  # no such executor
+    []
+    """
+    sc = spark.sparkContext
+    known = [executor_id for executor_id, _ in _executors_in_status_store(spark) if executor_id in executor_ids]
+    for executor_id in known:
+        sc._jsc.sc().killAndReplaceExecutor(executor_id)
+        reason = sc._jvm.org.apache.spark.scheduler.ExecutorProcessLost(why, sc._jvm.scala.Option.empty(), False)
+        sc._jsc.sc().taskScheduler().executorLost(executor_id, reason)
+    return known
 
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:

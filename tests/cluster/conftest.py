@@ -30,7 +30,8 @@ SESSION_HOSTS_STYLE = "debian"
 
 #: the modules in the order they run: the ones on the cluster's driver agent, then its stop, then the
 #: spark-submit jobs, which need the cluster's cores that driver held
-MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_stop_across_hosts", "test_jobs_across_hosts")
+MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_failures_across_hosts", "test_stop_across_hosts",
+                "test_jobs_across_hosts")
 
 
 def _module_rank(item: pytest.Item) -> int:
@@ -74,7 +75,8 @@ def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
     agents = {"cluster": Agent(simulated_cluster, "driver", "cluster-driver"), "laptop": Agent(simulated_cluster, "driver", "laptop")}
     try:
         laptop_started = agents["laptop"].submit(jobs.start_local_context)
-        agents["cluster"].call(jobs.start_cluster_context, simulated_cluster.master_url, timeout_s=240)
+        # a silent host is found in 10 s rather than the default 30 s (the link-cut test's wait)
+        agents["cluster"].call(jobs.start_cluster_context, simulated_cluster.master_url, timeout_s=240, heartbeat_timeout_s=10)
         laptop_started.result(timeout_s=180)
         yield agents
     finally:

@@ -279,8 +279,16 @@ def torch_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
     return result
 
 
-def small_torch_fit(seed: int = 1) -> list[np.ndarray]:
+def small_torch_fit(seed: int = 1, epochs: int = 1) -> list[np.ndarray]:
     """A short fit on numpy shards: the weights."""
+    est, shards = _small_torch_estimator(seed)
+    est.fit(shards, epochs=epochs, batch_size=50, feature_cols=["x"], label_cols=["y"])
+    weights = torch_weights(est)
+    est.shutdown()
+    return weights
+
+
+def _small_torch_estimator(seed: int) -> tuple[Any, Any]:
     import torch
     from torch import nn
 
@@ -290,10 +298,47 @@ def small_torch_fit(seed: int = 1) -> list[np.ndarray]:
     x, y = _digits(400)
     est = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), seed=seed,
                                config={"seed": seed})
-    est.fit(XShards.partition({"x": x, "y": y}, num_shards=4), epochs=1, batch_size=50, feature_cols=["x"], label_cols=["y"])
+    return est, XShards.partition({"x": x, "y": y}, num_shards=4)
+
+
+def _ray_nodes() -> list[tuple[str, str]]:
+    from zoo_lite import OrcaContext
+
+    return sorted((node["hostname"], node["node_name"]) for node in OrcaContext.get_ray_context().nodes)
+
+
+def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, regrow_timeout_s: float = 180.0) -> dict[str, Any]:
+    """:func:`small_torch_fit`, whose rank 0 pauses at ``marker`` in the second epoch (the test
+    kills a host's processes meanwhile); then waits, bounded, for Ray on Spark to be back to its
+    nodes. Its weights and history, and the Ray nodes before, after the fit and at the end."""
+    from tests.learn.faults import TorchPause
+    from zoo_lite import OrcaContext
+    from zoo_lite.context import ray_context_started_on_demand
+
+    ray_context = OrcaContext.get_ray_context()
+    before = _ray_nodes()
+    est, shards = _small_torch_estimator(seed)
+    started = time.monotonic()
+    history = est.fit(shards, epochs=epochs, batch_size=50, feature_cols=["x"], label_cols=["y"],
+                      callbacks=[TorchPause(marker, rank=0, epochs_done=1, step=1)])
+    fit_s = time.monotonic() - started
+    after_fit = _ray_nodes()
     weights = torch_weights(est)
     est.shutdown()
-    return weights
+    return {"weights": weights, "epochs": [entry["epoch"] for entry in history], "fit_s": fit_s,
+            "same_ray": OrcaContext.get_ray_context() is ray_context, "nodes_before": before,
+            "nodes_after_fit": after_fit, "nodes_at_end": ray_nodes_once_back_to(len(before), regrow_timeout_s)}
+
+
+def ray_nodes_once_back_to(count: int, timeout_s: float) -> list[tuple[str, str]]:
+    """Ray on Spark's nodes (hostname, node name) once it has ``count`` again (nodes are added on
+    executors Spark gives back whenever zoo_lite asks for Ray), or when ``timeout_s`` ran out."""
+    from zoo_lite.context import ray_context_started_on_demand
+
+    deadline = time.monotonic() + timeout_s
+    while len(ray_context_started_on_demand(add_missing_nodes=True).nodes) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return _ray_nodes()
 
 
 def digits_keras_mlp(config: dict) -> "Any":

@@ -185,13 +185,24 @@ def kept_below_tmp(paths: Sequence[str]) -> list[str]:
     return [path for path in below if not any(path.startswith(other + "/") for other in below if other != path)]
 
 
+def bridge_port(hostname: str) -> str:
+    """The name of a host's end of its link, in the bridge's namespace (interface names: 15 characters)."""
+    return f"v-{hostname}"[:15]
+
+
+def set_link(bridge_netns: str, hostname: str, up: bool) -> None:
+    """Bring a host's link to the bridge down (the host is cut off: nothing closes, packets are
+    lost) or up again."""
+    _ip("link", "set", bridge_port(hostname), "up" if up else "down", namespace=bridge_netns)
+
+
 def start_host(spec: HostSpec, bridge_netns: str, anchors: str, kept: Sequence[str] = ()) -> Host:
     """Create ``spec``'s network namespace, wire it to the bridge, and start its holder; ``kept``
     folders below ``/tmp`` stay visible on the host, through empty folders made in ``anchors``."""
     for index in range(len(kept)):
         os.makedirs(os.path.join(anchors, str(index)), exist_ok=True)
     _ip("netns", "add", spec.netns)
-    peer = f"v-{spec.hostname}"[:15]   # the host's end in the bridge's namespace (interface names: 15 characters)
+    peer = bridge_port(spec.hostname)
     _ip("link", "add", "eth0", "netns", spec.netns, "type", "veth", "peer", "name", peer, "netns", bridge_netns)
     _ip("link", "set", peer, "master", BRIDGE, "up", namespace=bridge_netns)
     _ip("link", "set", "lo", "up", namespace=spec.netns)

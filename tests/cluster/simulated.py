@@ -12,6 +12,7 @@ Built by the pytest session fixture of ``tests/cluster/conftest.py``, or by hand
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,10 +24,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from tests.cluster.namespaces import (Host, HostSpec, end_host, end_processes, hosts_file, kept_below_tmp, make_bridge,
-                                      namespaces_with_prefix, pids_in_namespace, remove_namespace, start_host)
+                                      namespaces_with_prefix, pids_in_namespace, remove_namespace, set_link, start_host)
 
 __all__ = ["SimulatedCluster", "ROOT", "VENV_PYTHON", "NAMESPACE_PREFIX", "remove_stale_clusters"]
 
@@ -236,6 +237,16 @@ class SimulatedCluster:
         for spec in specs:
             with open(spec.hosts_file, "w") as file:   # the same file: it stays bind-mounted
                 file.write(hosts_file(style, spec, specs))
+
+    @contextlib.contextmanager
+    def link_cut(self, host: str) -> Iterator[None]:
+        """``host`` cut off from the others (its link down) for the block; up again after it, also
+        on failure."""
+        set_link(self.bridge_netns, host, up=False)
+        try:
+            yield
+        finally:
+            set_link(self.bridge_netns, host, up=True)
 
     # -- running things on hosts ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from zoo_lite.errors import WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
 from zoo_lite.learn.tf2 import Estimator as KerasEstimator
 from zoo_lite.learn import WorkerConfig
-from zoo_lite.learn.base.worker_group import start_worker_group
+from zoo_lite.learn.base.worker_group import start_worker_group, wait_for_free_cpus
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -200,13 +200,27 @@ def test_cpus_held_outside_zoo_lite_give_a_clear_error_within_seconds(ray_local_
     est = torch_estimator("shared_memory", start_timeout_s=120)
     started = time.monotonic()
     try:
-        with pytest.raises(WorkerTimeoutError, match=r"needs all 2 CPUs of the Ray nodes, but only 1 were free .* held by Ray actors"):
+        with pytest.raises(WorkerTimeoutError, match=r"needs every CPU of the Ray-on-Spark nodes, but node\(s\) \['zoo-lite-[^]]+'\] had only 0 of their 1 "
+                                                    r"CPUs free after 10 s: they are held by Ray actors or tasks outside zoo_lite"):
             est.fit(regression_shards(), epochs=1, batch_size=16)
         assert time.monotonic() - started < 60, "the error should come long before start_timeout_s"
     finally:
         ray.kill(holder)
     assert est.fit(regression_shards(), epochs=1, batch_size=16)[0]["epoch"] == 1
     est.shutdown()
+
+
+def test_cpus_held_by_zoo_lites_own_workers_are_not_blamed_on_the_user(ray_local_cluster, tmp_path) -> None:
+    # a group nobody ended (as a lost group's workers, while Ray still ends them) holds every CPU
+    stale = start_worker_group(functools.partial(faults.PortTakenRunner, str(tmp_path / "attempts"), 0), start_timeout_s=60)
+    try:
+        with pytest.raises(WorkerTimeoutError, match=r"had only 0 of their 2 CPUs free after 1 s: they are held by 2 training "
+                                                     r"worker\(s\) of an earlier zoo_lite worker group") as raised:
+            wait_for_free_cpus(timeout_s=1)
+        assert "outside zoo_lite" not in str(raised.value)
+    finally:
+        stale.kill()
+    wait_for_free_cpus(timeout_s=10)
 
 
 # the SIGINT can land in a finaliser (py4j's weakref callbacks), where Python only prints the interrupt; the fit

@@ -73,6 +73,10 @@ def assert_nodes_match_executors(expected_nodes: int, cpus_per_node: int) -> Non
     ray_context = OrcaContext.get_ray_context()
     assert ray_context is not None and len(ray_context.nodes) == expected_nodes
     alive_nodes = [node for node in ray.nodes() if node["Alive"]]
+    # besides the executors' nodes, the head on the driver's host, with no CPUs (not in local mode)
+    heads = [node for node in alive_nodes if node["Resources"].get("CPU", 0) == 0]
+    assert [node["NodeName"] for node in heads] == ([ray_context.driver_node["node_name"]] if ray_context.driver_node else [])
+    alive_nodes = [node for node in alive_nodes if node not in heads]
     assert len(alive_nodes) == expected_nodes
     assert all(node["Resources"]["CPU"] == cpus_per_node for node in alive_nodes)
     ran = run_on_every_node()

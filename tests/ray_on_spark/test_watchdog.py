@@ -232,3 +232,24 @@ def test_a_stop_with_a_stalled_host_returns_without_waiting_for_it(owner) -> Non
         os.kill(watchdog.pid, signal.SIGCONT)
     assert not wait_until_gone(tree, 15), describe(tree)
     os.unlink(spec.log_path)
+
+
+def test_the_temp_dirs_of_nodes_whose_watchdog_was_killed_are_removed_and_no_other(tmp_path) -> None:
+    from zoo_lite.ray_on_spark.node_launch import remove_orphaned_temp_dirs
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    me = psutil.Process()
+    dirs = {name: tmp_path / f"zl-ray-{name}" for name in ("killed", "running", "launching", "garbled")}
+    for folder in dirs.values():
+        (folder / "session_1" / "sockets").mkdir(parents=True)
+    (dirs["killed"] / "watchdog.pid").write_text(f"{ended.pid} {time.time() - 5}")
+    (dirs["running"] / "watchdog.pid").write_text(f"{me.pid} {me.create_time()}")
+    (dirs["garbled"] / "watchdog.pid").write_text("not a pid")
+    other = tmp_path / "not-a-node"
+    other.mkdir()
+    assert remove_orphaned_temp_dirs(str(tmp_path)) == [str(dirs["killed"])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-node", "zl-ray-garbled", "zl-ray-launching", "zl-ray-running"]
+    # a pid reused by a later process is not the watchdog: its start time tells them apart
+    (dirs["running"] / "watchdog.pid").write_text(f"{me.pid} {me.create_time() - 100}")
+    assert remove_orphaned_temp_dirs(str(tmp_path)) == [str(dirs["running"])]

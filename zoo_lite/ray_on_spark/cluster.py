@@ -1,9 +1,12 @@
 """Driver side of Ray on Spark: start a Ray cluster made of the Spark executors, connect, stop.
 
-``local`` mode gets a one-node Ray on this machine with ``cores`` CPUs; every other mode gets one
-Ray node per executor, started by a barrier-mode Spark job (see :mod:`node_launch`). Both run each
-node under the same watchdog, so one clean-up path covers ``stop_orca_context()``, a driver crash
-and a lost executor.
+``local`` mode gets a one-node Ray on this machine with ``cores`` CPUs; every other mode gets a
+zero-CPU head node on the driver's host and one worker node per executor, started by a
+barrier-mode Spark job (see :mod:`node_launch`). The head lives as long as the driver, already
+the job's single point of failure, so a lost executor loses its own node only: the same job
+starts a replacement on an executor without one (:meth:`RayContext.replace_lost_nodes`). Every
+node runs under the same watchdog, so one clean-up path covers ``stop_orca_context()``, a driver
+crash and a lost executor.
 """
 
 from __future__ import annotations
@@ -25,18 +28,20 @@ from zoo_lite.errors import (
     ContextStoppedError,
     InvalidArgumentError,
     RayNodeStartError,
+    ZooLiteError,
     decode_remote_error,
 )
 from zoo_lite.ray_on_spark.lease import LeaseServer
 from zoo_lite.ray_on_spark.node_launch import (
+    SKIPPED,
     NodeInfo,
-    HEAD_MISSING,
     NodePlan,
     barrier_task_starting_nodes,
+    launch_node,
     start_node,
     this_process,
 )
-from zoo_lite.spark_settings import RaySettings, memory_to_mb, registered_executors
+from zoo_lite.spark_settings import RaySettings, drop_executors, memory_to_mb, registered_executor_hosts, registered_executors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,6 +51,20 @@ __all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes", "serve_active_
 _LOCAL_HOST = "127.0.0.1"
 _STOP_TIMEOUT_S = 30.0
 _NAMESPACE = "zoo_lite"
+#: how often a wait for Spark to register an executor says that it still waits
+_WAIT_LOG_EVERY_S = 10.0
+_logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _ExecutorLaunch:
+    """How the executors' nodes are launched: kept to launch replacements the same way."""
+
+    plan: NodePlan
+    executor_cores: int
+    nodes_wanted: int
+    #: the executors registered when a replacement launch last failed: not tried again on the same ones
+    failed_on: Optional[list[str]] = None
 
 #: how :meth:`RayContext.get` finds the active context's Ray, ``lookup(initialize)``; handed over
 #: by ``zoo_lite.context``, which owns the context (it imports this module, never the reverse)
@@ -82,10 +101,11 @@ class RayContext:
         The GCS address (``host:port``) of the head node.
     nodes : list of dict
         One entry per Ray node started for the executors: ``node_name``, ``host``, ``hostname``,
-        ``temp_dir``, ``executor_pid``, ``watchdog_pid`` and ``num_cpus``.
+        ``temp_dir``, ``executor_pid``, ``executor_id`` (Spark's; empty where unknown),
+        ``watchdog_pid`` and ``num_cpus``.
     driver_node : dict or None
-        The zero-CPU node started on the driver's host when no executor node shares it (a Ray
-        driver needs a raylet on its own host); None when the driver joins through a local node.
+        The head node, on the driver's host, with no CPUs (training never runs there); the
+        driver joins Ray through it. None in local mode, where the one node is the head.
     settings : RaySettings
         The settings the cluster was started with, ``log_output`` and ``barrier_mode`` taken from
         ``OrcaContext`` at start; Spark tasks that connect to Ray read them from here.
@@ -107,6 +127,8 @@ class RayContext:
     driver_node: Optional[dict[str, Any]] = None
     _stopped: bool = field(default=False, repr=False)
     settings: RaySettings = field(default_factory=RaySettings, repr=False)
+    #: how the executors' nodes were launched, to launch replacements the same way (None: local mode)
+    _launch: Optional["_ExecutorLaunch"] = field(default=None, repr=False)
 
     @classmethod
     def get(cls, initialize: bool = True) -> "RayContext":
@@ -209,6 +231,74 @@ class RayContext:
         driver closed, or its host was silent for ``heartbeat_timeout_s``."""
         return {} if self._stopped else self._lease.lost_node_reasons()
 
+    def head_lost(self) -> bool:
+        """Whether the lost nodes take the whole cluster along: the head (with the GCS) is one of
+        them, or this is local mode's single node."""
+        lost = self.lost_node_reasons()
+        return bool(lost) and (self.driver_node is None or self.driver_node["node_name"] in lost)
+
+    def replace_lost_nodes(self, spark: "SparkSession") -> list[str]:
+        """End what is left of the lost worker nodes, drop them from :attr:`nodes`, and start
+        replacements on executors without a node (:meth:`add_missing_nodes`); the surviving
+        nodes, their object stores and their actors stay. Returns the lost nodes' names.
+
+        A lost head is not replaced here: it takes every node along (see :meth:`head_lost`)."""
+        assert self._launch is not None and not self.head_lost(), "only a worker node of Ray on Spark is replaced"
+        reasons = self.lost_node_reasons()
+        silent = [node for node in self.nodes if node["node_name"] in self._lease.silent_nodes()]
+        if silent:
+            dropped = drop_executors(spark, {node["executor_id"] for node in silent},
+                                     f"its host fell silent for heartbeat_timeout_s={self.settings.heartbeat_timeout_s:g} s")
+            _logger.warning("Spark executor(s) %s of the silent host(s) %s dropped: Spark recomputes what they held "
+                            "and starts as many new executors", dropped, sorted({node["host"] for node in silent}))
+        self.nodes = [node for node in self.nodes if node["node_name"] not in reasons]
+        self._lease.stop_others(self._node_names(), _STOP_TIMEOUT_S)   # silent ones are not waited for
+        _logger.warning("Ray node(s) lost (%s); %d node(s) left; starting replacements on executors without a node",
+                        "; ".join(f"{name}: {reason}" for name, reason in sorted(reasons.items())), len(self.nodes))
+        self.add_missing_nodes(spark, wait_s=0.0 if self.nodes else self.settings.ray_start_timeout_s, only_where_needed=True)
+        return sorted(reasons)
+
+    def add_missing_nodes(self, spark: "SparkSession", wait_s: float = 0.0, only_where_needed: bool = False) -> list[str]:
+        """Start worker nodes on executors without one, up to the number started at first (the
+        executors Spark gave back after a loss); returns the new nodes' names.
+
+        With ``only_where_needed``, only when an executor runs on a host with no node at all: a
+        Spark task there could not reach Ray (moving data into Ray needs a node on the task's
+        host). Elsewhere the launch, a few seconds, is left for a moment that waits on nothing
+        (the Estimators grow a fit back between epochs).
+
+        With ``wait_s`` > 0, wait that long (logging what for) for Spark to register an executor
+        when none is free. A launch that fails is logged and ends the nodes it started; the
+        cluster keeps the nodes it has, and no launch is tried again until the executors Spark
+        has registered change (each try can take the launch job's whole bound)."""
+        launch = self._launch
+        if launch is None or len(self.nodes) >= launch.nodes_wanted:
+            return []
+        free = _free_executors(spark, len(self.nodes), wait_s)
+        executors = registered_executor_hosts(spark)
+        if free <= 0 or executors == launch.failed_on:
+            return []
+        if only_where_needed and self.nodes and set(executors) <= {node["host"] for node in self.nodes}:
+            return []
+        occupied = frozenset((node["host"], node["executor_pid"]) for node in self.nodes)
+        try:
+            outcomes = _run_launch_job(spark, launch.plan, self.address, len(self.nodes) + free, launch.executor_cores,
+                                       occupied, launch.nodes_wanted - len(self.nodes))
+            added = _nodes_or_error(outcomes)
+            launch.failed_on = None
+        except ZooLiteError as error:
+            _logger.warning("starting replacement Ray node(s) failed; going on with the %d node(s) left, and trying again "
+                            "once Spark's executors change: %s", len(self.nodes), error)
+            added, launch.failed_on = [], executors
+        self.nodes = self.nodes + [_node_dict(node, launch.plan.cpus_per_node) for node in added]
+        leftovers = self._lease.stop_others(self._node_names(), _STOP_TIMEOUT_S)
+        if leftovers:
+            _logger.warning("ended Ray nodes %s of a failed launch", leftovers)
+        return [node.node_name for node in added]
+
+    def _node_names(self) -> set[str]:
+        return {node["node_name"] for node in [*self.nodes, *([self.driver_node] if self.driver_node else [])]}
+
     def stop(self) -> None:
         """Disconnect the driver and end every Ray process of the cluster (idempotent)."""
         if self._stopped:
@@ -276,7 +366,7 @@ def _object_store_bytes(settings: RaySettings) -> Optional[int]:
 def _plan(settings: RaySettings, lease: LeaseServer, token: str, cpus_per_node: int) -> NodePlan:
     return NodePlan(
         lease_host=lease.host, lease_port=lease.port, lease_secret=lease.secret, auth_token=token,
-        cpus_per_node=cpus_per_node, start_timeout_s=settings.ray_start_timeout_s,
+        cpus_per_node=cpus_per_node, start_timeout_s=settings.ray_start_timeout_s, heartbeat_timeout_s=settings.heartbeat_timeout_s,
         object_store_bytes=_object_store_bytes(settings), include_dashboard=settings.include_webui,
         include_log_monitor=settings.log_output,
         env=dict(settings.env), system_config=dict(settings.system_config), extra_params=dict(settings.extra_params),
@@ -311,7 +401,8 @@ def use_token_in_this_process(token: str) -> None:
 
 def _node_dict(node: NodeInfo, cpus: int) -> dict[str, Any]:
     return {"node_name": node.node_name, "host": node.host, "hostname": node.hostname, "temp_dir": node.temp_dir,
-            "executor_pid": node.executor_pid, "watchdog_pid": node.watchdog_pid, "num_cpus": cpus}
+            "executor_pid": node.executor_pid, "executor_id": node.executor_id, "watchdog_pid": node.watchdog_pid,
+            "num_cpus": cpus}
 
 
 def _start_local(settings: RaySettings, cores: int) -> RayContext:
@@ -350,16 +441,20 @@ def _check_barrier_possible(spark: "SparkSession", settings: RaySettings) -> Non
         )
 
 
-def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, executor_cores: int) -> list[dict[str, Any]]:
-    """Run the barrier job in a thread so that its wait is bounded; cancel it on timeout."""
+def _run_launch_job(spark: "SparkSession", plan: NodePlan, head_address: str, num_tasks: int, executor_cores: int,
+                    occupied: frozenset[tuple[str, int]], wanted: int) -> list[dict[str, Any]]:
+    """Run the barrier job that starts up to ``wanted`` worker nodes on ``num_tasks`` executors
+    (one task each; those in ``occupied`` keep their node) in a thread, so that its wait is
+    bounded; cancel it on timeout."""
     sc = spark.sparkContext
     group = f"zoo_lite-ray-start-{uuid.uuid4().hex[:8]}"
     outcome: dict[str, Any] = {}
+    task = barrier_task_starting_nodes(plan, head_address, occupied, wanted)
 
     def launch() -> None:
         try:
             sc.setJobGroup(group, "zoo_lite: start Ray on the executors", interruptOnCancel=True)
-            rdd = sc.parallelize(range(num_nodes), num_nodes).barrier().mapPartitions(barrier_task_starting_nodes(plan))
+            rdd = sc.parallelize(range(num_tasks), num_tasks).barrier().mapPartitions(task)
             if executor_cores > int(sc.getConf().get("spark.task.cpus", "1")):
                 from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
 
@@ -375,7 +470,7 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, execu
     if thread.is_alive():
         sc.cancelJobGroup(group)
         raise ClusterStartError(
-            f"the Spark job starting {num_nodes} Ray node(s) did not finish within {plan.start_timeout_s * 2 + 30:.0f} s; "
+            f"the Spark job starting {wanted} Ray node(s) did not finish within {plan.start_timeout_s * 2 + 30:.0f} s; "
             "the executors may lack free task slots (another job running?) or num_ray_nodes exceeds what "
             "can run at once; raise ray_start_timeout_s if the nodes are just slow"
         )
@@ -388,16 +483,32 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, num_nodes: int, execu
     return list(outcome["results"])
 
 
+def _free_executors(spark: "SparkSession", nodes: int, wait_s: float) -> int:
+    """How many registered executors could take a new node: those beyond the ``nodes`` running;
+    waits up to ``wait_s`` for one, saying so."""
+    deadline = time.monotonic() + wait_s
+    next_log = time.monotonic()
+    while True:
+        hosts = registered_executor_hosts(spark)
+        free = len(hosts) - nodes
+        if free > 0 or time.monotonic() >= deadline:
+            return free
+        if time.monotonic() >= next_log:
+            _logger.warning("waiting up to %.0f s more for Spark to register an executor to start a Ray node on "
+                            "(%d executor(s) registered, %d Ray node(s) running)",
+                            deadline - time.monotonic(), len(hosts), nodes)
+            next_log = time.monotonic() + _WAIT_LOG_EVERY_S
+        time.sleep(0.2)
+
+
 def _nodes_or_error(outcomes: list[dict[str, Any]]) -> list[NodeInfo]:
     errors = [decode_remote_error(item["error"]) for item in outcomes if "error" in item]
-    if not errors and any(HEAD_MISSING in item for item in outcomes):
-        errors = [ClusterStartError("the head node's task reported no head and no error")]
     if errors:
         details = "\n\n".join(str(error) for error in errors)
         # Ray giving up on its own is worth another try; any other failure (a setting) is not
         kind = RayNodeStartError if all(isinstance(error, RayNodeStartError) for error in errors) else ClusterStartError
         raise kind(f"Ray failed to start on {len(errors)} executor(s):\n{details}") from errors[0]
-    return sorted((NodeInfo(**item["node"]) for item in outcomes), key=lambda node: node.rank)
+    return sorted((NodeInfo(**item["node"]) for item in outcomes if SKIPPED not in item), key=lambda node: node.rank)
 
 
 def executors_expected(conf: Mapping[str, str]) -> int:
@@ -453,23 +564,22 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
     token = auth_token()
     plan = _plan(settings, lease, token, cpus)
     try:
-        nodes = _nodes_or_error(_run_launch_job(spark, plan, num_nodes, executor_cores))
-        leftovers = lease.stop_others({node.node_name for node in nodes}, _STOP_TIMEOUT_S)
+        # the head's GCS port is known about a second after its launch; the executors' nodes
+        # start while the head finishes starting
+        head = launch_node(replace(plan, cpus_per_node=0), -1, driver_host, None, owner=this_process())
+        address = f"{driver_host}:{head.head_gcs_port()}"
+        nodes = _nodes_or_error(_run_launch_job(spark, plan, address, num_nodes, executor_cores, frozenset(), num_nodes))
+        head_node = head.running(address)
+        leftovers = lease.stop_others({head_node.node_name, *(node.node_name for node in nodes)}, _STOP_TIMEOUT_S)
         if leftovers:
-            logging.getLogger(__name__).warning("ended Ray nodes %s of a retried start-up attempt", leftovers)
-        address = nodes[0].gcs_address
-        local = [node for node in nodes if node.host == driver_host]
-        if local:
-            driver_node = local[0]
-        else:
-            # a driver on another host needs a local raylet to be a full Ray driver: a zero-CPU node
-            driver_node = start_node(replace(plan, cpus_per_node=0), -1, driver_host, address, owner=this_process())
-        connect_to_node(address, token, driver_node.temp_dir, settings.log_output)
+            _logger.warning("ended Ray nodes %s of a retried start-up attempt", leftovers)
+        connect_to_node(address, token, head_node.temp_dir, settings.log_output)
     except BaseException:
         lease.stop_all(_STOP_TIMEOUT_S)
         raise
     return RayContext(address, [_node_dict(node, cpus) for node in nodes], token, lease,
-                      driver_node=None if local else _node_dict(driver_node, 0), settings=settings)
+                      driver_node=_node_dict(head_node, 0), settings=settings,
+                      _launch=_ExecutorLaunch(plan, executor_cores, num_nodes))
 
 
 def start_ray_on_spark(spark: "SparkSession", settings: RaySettings, cluster_mode: str, local_cores: int) -> RayContext:
@@ -513,7 +623,7 @@ def started_retrying_once(start: Callable[[], RayContext]) -> RayContext:
     try:
         return start()
     except RayNodeStartError as first:
-        logging.getLogger(__name__).warning("a Ray node failed to start; starting Ray once more. The failure:\n%s", first)
+        _logger.warning("a Ray node failed to start; starting Ray once more. The failure:\n%s", first)
         try:
             return start()
         except RayNodeStartError as second:

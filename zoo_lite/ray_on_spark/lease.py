@@ -162,6 +162,11 @@ class LeaseServer:
         with self._lock:
             return {name: lease.lost_reason for name, lease in self._leases.items() if lease.lost_reason is not None}
 
+    def silent_nodes(self) -> list[str]:
+        """Names of the lost nodes whose host fell silent (rather than closing its connection):
+        their executors may still look registered to Spark until its own timeouts run out."""
+        return sorted(name for name, reason in self.lost_node_reasons().items() if reason != _CLOSED)
+
     def _take(self, names: set[str]) -> dict[str, _Lease]:
         """Remove the leases of ``names`` from the server (its heartbeat loop no longer reads them)."""
         with self._lock:

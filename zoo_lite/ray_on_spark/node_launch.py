@@ -1,7 +1,9 @@
 """Executor side of Ray on Spark: the barrier task that starts one Ray node per executor.
 
-Task 0 launches the head, whose GCS binds a port of its own choosing; one ``allGather`` tells
-every task where the head is and proves that no two tasks share an executor. Each node runs
+The head, with no CPUs, runs on the driver's host (its GCS binds a port of its own choosing);
+each barrier task starts one worker node joining it, and one ``allGather`` proves that no two
+tasks share an executor. Losing an executor so loses its own node only, and the same job, run
+again, starts a replacement on an executor that has none. Each node runs
 under a watchdog (:mod:`zoo_lite.ray_on_spark.watchdog`), which starts ``ray start --block``;
 the task waits until the node reports that it runs. No port is picked by binding and closing:
 every process binds its own. Nothing here imports Ray: a task costs a fork and a file poll.
@@ -13,12 +15,13 @@ import contextlib
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 
 from zoo_lite.errors import ClusterStartError, RayNodeStartError
@@ -27,7 +30,7 @@ from zoo_lite.spark_settings import QUIET_TF_CPP_MIN_LOG_LEVEL
 
 __all__ = ["NodePlan", "NodeInfo", "LaunchedNode", "ray_start_command", "executor_process", "this_process",
            "node_name_for", "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "launch_node", "start_node",
-           "read_gcs_port", "start_without_client_server", "HEAD_MISSING"]
+           "read_gcs_port", "start_without_client_server", "executors_to_fill", "remove_orphaned_temp_dirs", "spark_executor_id", "SKIPPED"]
 
 T = TypeVar("T")
 
@@ -54,6 +57,7 @@ class NodePlan:
     auth_token: str
     cpus_per_node: int
     start_timeout_s: float
+    heartbeat_timeout_s: float = 30.0
     object_store_bytes: Optional[int] = None
     include_dashboard: bool = False
     include_log_monitor: bool = False
@@ -75,6 +79,7 @@ class NodeInfo:
     executor_pid: int
     watchdog_pid: int
     log_path: str
+    executor_id: str = ""   # Spark's id of the executor, where its JVM tells (not for the driver's nodes)
 
 
 def executor_process() -> tuple[int, float]:
@@ -87,6 +92,28 @@ def executor_process() -> tuple[int, float]:
             return process.pid, process.create_time()
         process = process.parent()
     raise ClusterStartError("cannot find the Spark executor JVM among this Python worker's ancestors")
+
+
+def spark_executor_id(executor_pid: int) -> str:
+    """Spark's id of the executor whose JVM is ``executor_pid`` (on this host): the
+    ``--executor-id`` of its command line (standalone, YARN), else its ``SPARK_EXECUTOR_ID``
+    (Kubernetes); empty where neither tells.
+
+    Examples
+    --------
+    >>> spark_executor_id(os.getpid())   # not an executor
+    ''
+    """
+    import psutil
+
+    try:
+        process = psutil.Process(executor_pid)
+        arguments = process.cmdline()
+        if "--executor-id" in arguments[:-1]:
+            return arguments[arguments.index("--executor-id") + 1]
+        return process.environ().get("SPARK_EXECUTOR_ID", "")
+    except psutil.Error:
+        return ""
 
 
 def this_process() -> tuple[int, float]:
@@ -347,6 +374,39 @@ def read_gcs_port(temp_dir: str) -> Optional[int]:
 
 
 _started_watchdogs: list[subprocess.Popen] = []  # kept so that ended watchdogs are reaped
+#: the file in a node's temp dir that names its watchdog (pid and start time)
+_WATCHDOG_FILE = "watchdog.pid"
+
+
+def remove_orphaned_temp_dirs(temp_root: str = _TEMP_ROOT) -> list[str]:
+    """Delete the temp dirs (sockets and session files) of nodes whose watchdog is gone; returns
+    their paths. A watchdog deletes its node's dir when the node ends, but not when it is killed
+    along with every other process of its host; the next launch on that host deletes it instead.
+    A dir whose watchdog file is missing (a launch in progress) is left alone.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     remove_orphaned_temp_dirs(root)
+    []
+    """
+    import psutil
+
+    removed = []
+    for temp_dir in glob.glob(os.path.join(temp_root, f"{_TEMP_PREFIX}*")):
+        try:
+            with open(os.path.join(temp_dir, _WATCHDOG_FILE)) as handle:
+                pid, started = handle.read().split()
+            alive = abs(psutil.Process(int(pid)).create_time() - float(started)) < 1.0
+        except (OSError, ValueError):
+            continue   # no watchdog file yet, or being written
+        except psutil.Error:
+            alive = False
+        if not alive:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            removed.append(temp_dir)
+    return removed
 
 
 def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str],
@@ -370,6 +430,7 @@ def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str
         env=ray_environment(plan), log_path=log_path, temp_dir=temp_dir, node_name=node_name,
         lease_host=plan.lease_host, lease_port=plan.lease_port, lease_secret=plan.lease_secret,
         executor_pid=executor_pid, executor_create_time=executor_started,
+        driver_silence_timeout_s=plan.heartbeat_timeout_s,
     )
     spec_path = os.path.join(temp_dir, "watchdog.json")
     spec.dump(spec_path)
@@ -381,10 +442,30 @@ def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str
         start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
     )
     _started_watchdogs.append(watchdog)
+    _name_watchdog(temp_dir, watchdog.pid)
+    remove_orphaned_temp_dirs()
     fixed_port = plan.extra_params.get("port")
     return LaunchedNode(rank, host, node_name, temp_dir, log_path, executor_pid, watchdog,
                         time.monotonic() + plan.start_timeout_s, plan.start_timeout_s,
                         int(fixed_port) if fixed_port is not None else None)
+
+
+def _name_watchdog(temp_dir: str, pid: int) -> None:
+    """Write the watchdog's pid and start time into the node's temp dir (atomically: a concurrent
+    :func:`remove_orphaned_temp_dirs` reads either nothing or the whole file)."""
+    import psutil
+
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return   # ended at once: it removed the dir itself
+    staged = os.path.join(temp_dir, f".{_WATCHDOG_FILE}")
+    try:
+        with open(staged, "w") as handle:
+            handle.write(f"{pid} {started}")
+        os.replace(staged, os.path.join(temp_dir, _WATCHDOG_FILE))
+    except OSError:
+        pass   # the watchdog already ended and removed the dir
 
 
 def start_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str],
@@ -404,38 +485,42 @@ def _check_one_task_per_executor(announced: list[dict[str, Any]]) -> None:
         )
 
 
-def _started_or_error(start: Callable[[], NodeInfo]) -> dict[str, Any]:
+def _started_or_error(start: Callable[[], Optional[NodeInfo]]) -> dict[str, Any]:
     """A task reports a failure as a value: a raised error would make Spark retry the barrier stage."""
     from zoo_lite.errors import encode_remote_error
 
     try:
-        return {"node": asdict(start())}
+        node = start()
+        return {SKIPPED: True} if node is None else {"node": asdict(node)}
     except Exception as error:  # noqa: BLE001 - every failure goes back to the driver
         return {"error": encode_remote_error(error)}
 
 
-def _launched_head(plan: NodePlan, host: str, owner: tuple[int, float]
-                   ) -> tuple[Optional[LaunchedNode], Optional[int], Optional[Exception]]:
-    """The head launched, and the port its GCS bound; or the failure, for task 0 to report after
-    it has told the other tasks (which wait for it at the barrier) that there is no head."""
-    try:
-        head = launch_node(plan, 0, host, None, owner)
-        return head, head.head_gcs_port(), None
-    except Exception as error:  # noqa: BLE001 - reported after the barrier
-        return None, None, error
+#: what a task reports when its executor needs no new node (it has one, or enough were started)
+SKIPPED = "skipped"
 
 
-#: what a task reports when it started nothing because the head did not start (task 0 says why)
-HEAD_MISSING = "skipped"
+def executors_to_fill(announced: list[dict[str, Any]], occupied: set[tuple[str, int]], wanted: int) -> list[int]:
+    """The ranks whose executor gets a new node: the first ``wanted`` of those whose executor
+    (``host``, ``executor_pid``) has none in ``occupied``.
+
+    Examples
+    --------
+    >>> tasks = [{"host": "a", "executor_pid": 1}, {"host": "b", "executor_pid": 2}, {"host": "c", "executor_pid": 3}]
+    >>> executors_to_fill(tasks, occupied={("b", 2)}, wanted=2), executors_to_fill(tasks, set(), wanted=1)
+    ([0, 2], [0])
+    """
+    free = [rank for rank, item in enumerate(announced) if (item["host"], item["executor_pid"]) not in occupied]
+    return free[:max(wanted, 0)]
 
 
-def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Iterator[dict[str, Any]]]:
-    """The ``mapPartitions`` function of the barrier job: one Ray node per task, the head on task 0.
-
-    Task 0 launches the head and waits only until its GCS has bound a port (about a second);
-    one ``allGather`` then tells every task the head's address and proves that no two tasks
-    share an executor, and the other nodes start while the head finishes starting. Where the
-    head did not start, the other tasks start nothing and task 0 reports why."""
+def barrier_task_starting_nodes(plan: NodePlan, head_address: str, occupied: frozenset[tuple[str, int]],
+                                wanted: int) -> Callable[[Iterator[Any]], Iterator[dict[str, Any]]]:
+    """The ``mapPartitions`` function of a barrier job that starts worker nodes joining the head
+    at ``head_address`` (on the driver's host): one ``allGather`` proves that no two tasks share
+    an executor and tells every task which executors get a node, the first ``wanted`` of those
+    not in ``occupied`` (``(host, executor_pid)`` of the nodes running). The first start passes
+    no occupied executor; a replacement after a lost executor passes those that kept theirs."""
 
     def run(_: Iterator[Any]) -> Iterator[dict[str, Any]]:
         from pyspark import BarrierTaskContext
@@ -444,21 +529,15 @@ def barrier_task_starting_nodes(plan: NodePlan) -> Callable[[Iterator[Any]], Ite
         rank = context.partitionId()
         host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
         executor = executor_process()
-        head, head_port, head_failure = _launched_head(plan, host, executor) if rank == 0 else (None, None, None)
         announced = [json.loads(message) for message in context.allGather(
-            json.dumps({"host": host, "executor_pid": executor[0], "head_port": head_port}))]
-        if rank != 0 and announced[0]["head_port"] is None:
-            yield {HEAD_MISSING: True}
-            return
-        head_address = f"{announced[0]['host']}:{announced[0]['head_port']}"
+            json.dumps({"host": host, "executor_pid": executor[0]}))]
 
-        def check_and_start() -> NodeInfo:
-            if head_failure is not None:
-                raise head_failure
+        def check_and_start() -> Optional[NodeInfo]:
             _check_one_task_per_executor(announced)
-            if head is not None:
-                return head.running(head_address)
-            return start_node(plan, rank, host, head_address, owner=executor)
+            if rank not in executors_to_fill(announced, set(occupied), wanted):
+                return None
+            node = start_node(plan, rank, host, head_address, owner=executor)
+            return replace(node, executor_id=spark_executor_id(executor[0]))
 
         yield _started_or_error(check_and_start)
 

@@ -71,6 +71,9 @@ class WatchdogSpec:
     executor_create_time: float
     kill_deadline_s: float = 15.0
     connect_timeout_s: float = 30.0
+    #: how long the driver's host may leave the heartbeats unacknowledged (a cut link) before the
+    #: node ends itself: the driver counts the node as lost after the same time (heartbeat_timeout_s)
+    driver_silence_timeout_s: float = 30.0
     extra: dict[str, str] = field(default_factory=dict)
 
     def dump(self, path: str) -> None:
@@ -105,6 +108,10 @@ def _process_alive(pid: int, create_time: float) -> bool:
 
 def _connect(spec: WatchdogSpec) -> socket.socket:
     lease = socket.create_connection((spec.lease_host, spec.lease_port), timeout=spec.connect_timeout_s)
+    # a cut link closes nothing: the kernel gives the connection up once the heartbeats sent
+    # go unacknowledged this long, and the watchdog ends its node (a stalled driver process
+    # still has its kernel acknowledge them, and loses no node for it)
+    lease.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(spec.driver_silence_timeout_s * 1000))
     hello = {"secret": spec.lease_secret, "node_name": spec.node_name, "pid": os.getpid()}
     lease.sendall(json.dumps(hello).encode() + b"\n")
     lease.settimeout(None)

@@ -287,6 +287,23 @@ class GroupEstimator:
         except Exception as cause:  # noqa: BLE001 - whatever the source raised is named in the error
             raise _unreadable(error, cause) from cause
 
+    def _nodes_added_back(self) -> bool:
+        """Whether Ray on Spark has more nodes than the group runs on: Spark gave back executors
+        after a loss, and the nodes started on them are up."""
+        nodes = len(ray_context_started_on_demand(add_missing_nodes=True).nodes)
+        return self._group is not None and nodes > self._group.nodes_used
+
+    def _grow_group(self, recovery: FitRecovery) -> None:
+        """Between epochs, once Ray on Spark has nodes again on executors Spark gave back after a
+        loss: a new group over every node, resumed as after a loss (the batches do not depend on
+        the number of workers, so the result is the same), not counted as a failure."""
+        before = self._group.num_workers if self._group is not None else 0
+        self.shutdown()
+        self._workers()
+        _logger.warning("Ray nodes were added back; the fit goes on from %s on %d workers (%d before)",
+                        self._resume_point(), self.num_workers, before)
+        recovery.restart()
+
     def _resume_point(self) -> str:
         """Where a resumed fit starts, for the log line."""
         done = self._trained_epochs()
@@ -420,6 +437,8 @@ class GroupEstimator:
                     on_epoch(epoch, logs)
                     if stop:
                         break
+                    if done < len(request.epochs) and self._nodes_added_back():
+                        self._with_recovery(lambda: self._grow_group(recovery), recovery, "growing the worker group back")
                 final = {name: value for name, value in logs.items() if name != "epoch_time_s"}
                 self._with_recovery(lambda: self._call(lambda runner: runner.end_fit(final)), recovery, "end_fit")
                 self._copy_relayed_files(files, final=True)

@@ -142,7 +142,7 @@ class HostSum:
             if left_s <= 0:
                 raise WorkerTimeoutError(
                     f"gradient exchange: local workers {missing} did not reach step {self._calls} within "
-                    f"{self.timeout_s:.0f} s (raise config['collective_timeout_s'] if their steps are that slow)"
+                    f"{self.timeout_s:.0f} s (raise WorkerConfig(collective_timeout_s=...) if their steps are that slow)"
                 )
             if self._poller.poll(max(1, int(left_s * 1000))):
                 try:

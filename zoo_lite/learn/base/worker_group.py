@@ -21,10 +21,13 @@ import re
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.user_code import user_code_by_value
+
+if TYPE_CHECKING:
+    from zoo_lite.ray_on_spark.cluster import RayContext
 
 T = TypeVar("T")
 
@@ -108,37 +111,67 @@ class _CpuNode:
     cpus: float
 
 
-def _cpu_nodes() -> list[_CpuNode]:
-    """Every alive Ray node with CPUs, in a stable order."""
+def _cpu_nodes(ray_context: "RayContext") -> list[_CpuNode]:
+    """The Ray context's nodes with CPUs that Ray sees alive, in a stable order (a lost node Ray
+    has not marked dead yet is not among the context's nodes any more)."""
     from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
-    nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0]
+    names = {node["node_name"] for node in ray_context.nodes}
+    nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0 and node.get("NodeName") in names]
     nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
     return [_CpuNode(node["NodeID"], node.get("NodeName", ""), float(node["Resources"]["CPU"])) for node in nodes]
 
 
 def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -> None:
-    """Wait until every CPU of the Ray cluster is free, as a new group needs (it takes each node's
-    CPUs); after ``timeout_s`` say what holds them instead of letting the group wait for its whole
-    start timeout. ``holders`` names holders the caller knows of."""
+    """Wait until every CPU of the Ray-on-Spark nodes is free, as a new group needs (it takes each
+    node's CPUs); after ``timeout_s`` say what holds them instead of letting the group wait for
+    its whole start timeout. ``holders`` names holders the caller knows of."""
     from zoo_lite.context import ray_context_started_on_demand
 
-    import ray
-
-    ray_context_started_on_demand()
+    ray_context = ray_context_started_on_demand()
     deadline = time.monotonic() + timeout_s
     while True:
-        needed = sum(node.cpus for node in _cpu_nodes())
-        free = ray.available_resources().get("CPU", 0.0)
-        if free + 1e-6 >= needed or time.monotonic() > deadline:
+        short = _nodes_short_of_cpus(_cpu_nodes(ray_context))
+        if not short or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    if free + 1e-6 < needed:
-        held_by = holders or "Ray actors or tasks outside zoo_lite's Estimators (your own ray.remote code, or another driver)"
+    if short:
+        needed = sum(node.cpus for node, _ in short)
+        free = sum(available for _, available in short)
         raise WorkerTimeoutError(
-            f"a worker group needs all {needed:g} CPUs of the Ray nodes, but only {free:g} were free after {timeout_s:.0f} s: "
-            f"they are held by {held_by}; call shutdown() on an Estimator you no longer use, or end what holds them"
+            f"a worker group needs every CPU of the Ray-on-Spark nodes, but node(s) {[node.name for node, _ in short]} had "
+            f"only {free:g} of their {needed:g} CPUs free after {timeout_s:.0f} s: they are held by "
+            f"{holders or _cpu_holders({node.node_id for node, _ in short})}; call shutdown() on an Estimator you no "
+            "longer use, or end what holds them"
         )
+
+
+def _nodes_short_of_cpus(nodes: list[_CpuNode]) -> list[tuple[_CpuNode, float]]:
+    """Each node of ``nodes`` with fewer CPUs free than it has, and the CPUs it has free."""
+    from ray._private.state import available_resources_per_node
+
+    available = available_resources_per_node()
+    free = [(node, float(available.get(node.node_id, {}).get("CPU", 0.0))) for node in nodes]
+    return [(node, cpus) for node, cpus in free if cpus + 1e-6 < node.cpus]
+
+
+def _cpu_holders(node_ids: set[str]) -> str:
+    """Who holds CPUs on ``node_ids``, as far as Ray's actor table tells: zoo_lite's own training
+    workers of a group that did not end yet (a lost group's, still being ended), or others."""
+    from ray._private.state import actors
+
+    from zoo_lite.data.ray_xshards import PartitionOwner
+
+    cpu_free_helpers = {_ProgressBoard.__name__, PartitionOwner.__name__}   # zoo_lite's actors of 0 CPUs
+    holders = [actor for actor in actors(actor_state_name="ALIVE").values()
+               if (actor.get("Address") or {}).get("NodeID") in node_ids and actor.get("ActorClassName") not in cpu_free_helpers]
+    own = [actor for actor in holders if actor.get("ActorClassName") == _WorkerActor.__name__]
+    outside = "Ray actors or tasks outside zoo_lite's Estimators (your own ray.remote code, or another driver)"
+    if not own:
+        return outside
+    return (f"{len(own)} training worker(s) of an earlier zoo_lite worker group that did not end yet (a lost group's "
+            "workers, still being ended by Ray, or another Estimator's group in use by another thread)"
+            + (f", and {outside}" if len(own) < len(holders) else ""))
 
 
 class WorkerGroup:
@@ -180,7 +213,9 @@ class WorkerGroup:
         self._ray_context = ray_context_started_on_demand()
         self.ray_address = self._ray_context.address
         self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
-        nodes = _cpu_nodes()
+        nodes = _cpu_nodes(self._ray_context)
+        #: how many Ray nodes the group was spread over (fewer than the context's after a lost node)
+        self.nodes_used = len(nodes)
         counts = workers_on_nodes(len(nodes), workers_per_node, num_workers)
         #: the zoo_lite node name each rank runs on
         self.node_names = [node.name for node, count in zip(nodes, counts) for _ in range(count)]
@@ -233,10 +268,17 @@ class WorkerGroup:
         return bool(self.actors) and self._in_current_ray()
 
     def _in_current_ray(self) -> bool:
+        """Whether the group's nodes are all still nodes of the active Ray on Spark."""
+        ray_context = self._current_ray()
+        return (ray_context is not None and not ray_context.lost_nodes()
+                and set(self.node_names) <= {node["node_name"] for node in ray_context.nodes})
+
+    def _current_ray(self) -> Optional["RayContext"]:
+        """The active Ray on Spark, if it is the cluster this group started in."""
         from zoo_lite.context import OrcaContext
 
         ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
-        return ray_context is not None and ray_context.address == self.ray_address and not ray_context.lost_nodes()
+        return ray_context if ray_context is not None and ray_context.address == self.ray_address else None
 
     def call(self, call: Callable[[Any], T], *, timeout_s: Optional[float] = None,
              on_poll: Optional[Callable[[], None]] = None) -> list[T]:
@@ -321,7 +363,7 @@ class WorkerGroup:
             causes = "; ".join(f"{name}: {reason}" for name, reason in sorted(lost.items()))
             raise WorkerError(ranks[0] if ranks else 0,
                               f"Ray node(s) lost during {what} ({causes}); workers {ranks} ran there; "
-                              "Ray on Spark is restarted on next use", lost=True)
+                              "their nodes are replaced on next use", lost=True)
 
     def kill(self) -> None:
         """End every actor at once (idempotent)."""
@@ -329,7 +371,9 @@ class WorkerGroup:
 
         actors, self.actors = self.actors, []
         board, self.progress_board = self.progress_board, None
-        if ray.is_initialized() and self._in_current_ray():   # else they ended with their cluster
+        # the survivors of a lost node hold CPUs in the cluster, which lives on; a stopped or
+        # restarted cluster took the actors along
+        if ray.is_initialized() and self._current_ray() is not None:
             for actor in [*actors, *([board] if board is not None else [])]:
                 ray.kill(actor, no_restart=True)
 

@@ -1,0 +1,120 @@
+"""A worker host's processes die mid-fit: only that host's Ray node is replaced (the head, with
+the driver, and the other host's node live on), the fit resumes from its last epoch on the host
+left, grows back once Spark gives the host a new executor, and ends with the uninterrupted run's
+weights, no epoch twice."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cluster import jobs
+
+pytestmark = pytest.mark.timeout(600)
+
+EPOCHS = 3
+
+
+def wait_for(path, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.exists()
+
+
+def kill_every_process_of(cluster, host: str) -> list[str]:
+    """SIGKILL whatever runs on ``host`` but its Spark worker daemon: the executor JVM, its Python
+    workers, the Ray node and its watchdog, all at once, as when a host's processes are lost."""
+    pids = [int(line.split()[0]) for line in cluster.processes(host)]
+    victims = [full_command_line(pid) for pid in pids]   # cluster.processes() cuts them at 200 characters
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return victims
+
+
+def full_command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "?"
+
+
+def wait_for_no_process(cluster, host: str, marker: str, timeout_s: float) -> list[str]:
+    """Wait up to ``timeout_s`` for no process on ``host`` to have ``marker`` in its command line;
+    the command lines of those left."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [line for line in (full_command_line(int(entry.split()[0])) for entry in cluster.processes(host)) if marker in line]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+def remove_orphaned_pyspark_sockets(cluster, host: str) -> None:
+    """Delete the socket files of ``/tmp`` on ``host`` that no process has bound any more, after
+    checking that each is a PySpark daemon's (``/tmp/.<uuid>.sock``, made by an executor JVM, which
+    removes it on a clean exit but cannot after SIGKILL): Spark's leftover of the kill, not
+    zoo_lite's; the stop test then checks that nothing else is left."""
+    bound = set(cluster.run(host, ["cat", "/proc/net/unix"]).stdout.split())
+    orphaned = [name for name in cluster.files(host, "/tmp", ".*.sock") if f"/tmp/{name}" not in bound]
+    assert all(re.fullmatch(r"\.[0-9a-f-]{36}\.sock", name) for name in orphaned), orphaned
+    for name in orphaned:
+        (cluster.hosts[host].path("/tmp") / name).unlink()
+
+
+def test_a_fit_survives_a_worker_hosts_processes_dying_and_only_that_node_is_replaced(cluster_driver, laptop,
+                                                                                       simulated_cluster) -> None:
+    marker = simulated_cluster.shared / "paused-before-host2-dies"
+    marker.unlink(missing_ok=True)
+    expected = laptop.submit(jobs.small_torch_fit, epochs=EPOCHS)
+    pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(marker), EPOCHS)
+    assert wait_for(marker, 240), f"no worker paused\n{cluster_driver.log_tail()}"
+    victims = kill_every_process_of(simulated_cluster, "host2")
+    got = pending.result(timeout_s=420)   # first: a failed check must not leave the fit running for the next test
+    remove_orphaned_pyspark_sockets(simulated_cluster, "host2")
+    assert any("CoarseGrainedExecutorBackend" in line for line in victims), victims
+    assert any("zoo_lite.ray_on_spark.watchdog" in line for line in victims), victims
+    assert got["same_ray"], "Ray on Spark was restarted instead of replacing the lost node"
+    assert got["epochs"] == list(range(1, EPOCHS + 1)), "an epoch was trained twice, or skipped"
+    for mine, theirs in zip(got["weights"], expected.result(timeout_s=120)):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
+    [host1_node] = [node for node in got["nodes_before"] if node[0] == "host1"]
+    assert host1_node in got["nodes_at_end"], "host1's node was replaced too"
+    assert [host for host, _ in got["nodes_at_end"]] == ["host1", "host2"], got
+    assert set(got["nodes_at_end"]) != set(got["nodes_before"]), "host2's node was not replaced"
+    # the killed node's temp dir (its sockets) went with the launch of its replacement on host2
+    assert len(simulated_cluster.files("host2", "/tmp", "zl-ray-*")) == 1, simulated_cluster.files("host2", "/tmp", "zl-ray-*")
+
+
+def test_a_fit_survives_a_worker_host_cut_off_and_the_host_rejoins_once_its_link_is_back(cluster_driver, laptop,
+                                                                                         simulated_cluster) -> None:
+    marker = simulated_cluster.shared / "paused-before-host2-is-cut-off"
+    marker.unlink(missing_ok=True)
+    expected = laptop.submit(jobs.small_torch_fit, epochs=EPOCHS)
+    pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(marker), EPOCHS, regrow_timeout_s=0)
+    assert wait_for(marker, 240), f"no worker paused\n{cluster_driver.log_tail()}"
+    with simulated_cluster.link_cut("host2"):
+        # nothing closes: the driver hears of it by the missing heartbeats (heartbeat_timeout_s=10 on this
+        # cluster), and the fit ends on host1 while host2 is still cut off
+        got = pending.result(timeout_s=300)
+        # and host2's node ends itself, cut off as it is: its watchdog's heartbeats went unacknowledged as long
+        watchdogs_left = wait_for_no_process(simulated_cluster, "host2", "zoo_lite.ray_on_spark.watchdog", timeout_s=60)
+    assert not watchdogs_left, f"host2's node did not end while cut off: {watchdogs_left}"
+    assert got["same_ray"] and got["epochs"] == list(range(1, EPOCHS + 1))
+    for mine, theirs in zip(got["weights"], expected.result(timeout_s=120)):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
+    assert [host for host, _ in got["nodes_after_fit"]] == ["host1"], got
+    assert "its host was silent for" in cluster_driver.log_tail(400)
+    # back on the network, host2 ends its old node and executor, and Spark's new executor there gets a node
+    back = cluster_driver.call(jobs.ray_nodes_once_back_to, 2, 240, timeout_s=300)
+    assert [host for host, _ in back] == ["host1", "host2"], back
+    assert not set(back) & {node for node in got["nodes_before"] if node[0] == "host2"}, "host2's old node came back"
