@@ -253,7 +253,7 @@ class RayContext:
                             "and starts as many new executors", dropped, sorted({node["host"] for node in silent}))
         self.nodes = [node for node in self.nodes if node["node_name"] not in reasons]
         self._lease.stop_others(self._node_names(), _STOP_TIMEOUT_S)   # silent ones are not waited for
-        _logger.warning("Ray node(s) lost (%s); %d node(s) left; starting replacements on executors without a node",
+        _logger.warning("Ray node(s) lost (%s); %d node(s) left; replacements follow on executors without a node",
                         "; ".join(f"{name}: {reason}" for name, reason in sorted(reasons.items())), len(self.nodes))
         self.add_missing_nodes(spark, wait_s=0.0 if self.nodes else self.settings.ray_start_timeout_s, only_where_needed=True)
         return sorted(reasons)
