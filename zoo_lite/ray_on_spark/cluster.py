@@ -274,8 +274,8 @@ class RayContext:
         launch = self._launch
         if launch is None or len(self.nodes) >= launch.nodes_wanted:
             return []
-        free = _free_executors(spark, len(self.nodes), wait_s)
-        executors = registered_executor_hosts(spark)
+        executors = _executor_hosts(spark, len(self.nodes), wait_s)
+        free = len(executors) - len(self.nodes)
         if free <= 0 or executors == launch.failed_on:
             return []
         if only_where_needed and self.nodes and set(executors) <= {node["host"] for node in self.nodes}:
@@ -483,16 +483,16 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, head_address: str, nu
     return list(outcome["results"])
 
 
-def _free_executors(spark: "SparkSession", nodes: int, wait_s: float) -> int:
-    """How many registered executors could take a new node: those beyond the ``nodes`` running;
-    waits up to ``wait_s`` for one, saying so."""
+def _executor_hosts(spark: "SparkSession", nodes: int, wait_s: float) -> list[str]:
+    """The hosts of the registered executors (:func:`registered_executor_hosts`); waits up to
+    ``wait_s``, saying so, for more executors than the ``nodes`` running, one of which could
+    take a new node."""
     deadline = time.monotonic() + wait_s
     next_log = time.monotonic()
     while True:
         hosts = registered_executor_hosts(spark)
-        free = len(hosts) - nodes
-        if free > 0 or time.monotonic() >= deadline:
-            return free
+        if len(hosts) > nodes or time.monotonic() >= deadline:
+            return hosts
         if time.monotonic() >= next_log:
             _logger.warning("waiting up to %.0f s more for Spark to register an executor to start a Ray node on "
                             "(%d executor(s) registered, %d Ray node(s) running)",
