@@ -39,12 +39,12 @@ def regression_shards():
     return shards_with_sizes({"x": x, "y": y}, [20, 30, 46])
 
 
-def torch_estimator(exchange: str, **options) -> "TorchEstimator":
+def torch_estimator(exchange: str, standby_workers: bool = False, **options) -> "TorchEstimator":
     torch.manual_seed(0)
     model = nn.Linear(2, 1)
+    settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory", standby_workers=standby_workers)
     return TorchEstimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
-                                     loss=nn.MSELoss(), seed=5, worker_config=WorkerConfig(shared_memory_exchange=exchange == "shared_memory"),
-                                     **options)
+                                     loss=nn.MSELoss(), seed=5, worker_config=settings, **options)
 
 
 def torch_weights(est) -> np.ndarray:
@@ -106,6 +106,36 @@ def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     assert stats_lines == [f"epoch={n}" for n in range(1, EPOCHS + 1)], learn_log   # each epoch's line once
     assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
     est.shutdown()
+
+
+def _every_cpu_held_by(group, timeout_s: float = 60.0) -> bool:
+    """Whether the group and its standby together hold every CPU of the cluster, once the
+    standby's actors are created (the group starts it without waiting)."""
+    deadline = time.monotonic() + timeout_s
+    alive = lambda: ray._private.state.actors(actor_state_name="ALIVE")   # noqa: E731
+    while any(actor._actor_id.hex() not in alive() for actor in group.standby.actors) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ray.available_resources().get("CPU", 0.0) == 0.0 and group.holds_cpus != group.standby.holds_cpus
+
+
+def test_standby_workers_take_over_after_each_lost_worker_and_the_fit_ends_with_the_uninterrupted_weights(
+        uninterrupted_torch, tmp_path, learn_log) -> None:
+    est = torch_estimator("shared_memory", standby_workers=True)
+    killers = [faults.TorchKiller(rank=1, epochs_done=1, marker=str(tmp_path / "first")),
+               faults.TorchKiller(rank=0, epochs_done=2, marker=str(tmp_path / "second"))]
+    history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, callbacks=killers)
+
+    killed = {int((tmp_path / name).read_text()) for name in ("first", "second")}
+    assert len(killed) == 2, "two workers should have been killed: the test proves nothing"
+    assert [h["epoch"] for h in history] == [1, 2, 3, 4]
+    np.testing.assert_allclose(torch_weights(est), uninterrupted_torch["shared_memory", 16], rtol=0, atol=1e-5)
+    assert sum(" on 2 standby workers (failure" in line for line in learn_log) == 2, learn_log
+    assert not killed & set(est._group.call(lambda runner: os.getpid()))
+    # the second standby held the CPUs while the first one's processes ran the workers; now the
+    # third holds none again: in Ray's books one set at a time holds each node's CPUs
+    assert est._group.holds_cpus and _every_cpu_held_by(est._group)
+    est.shutdown()
+    wait_for_free_cpus(timeout_s=10)   # nothing of the group or its standby holds a CPU
 
 
 def test_a_source_that_cannot_be_read_again_is_named_in_the_error(ray_local_cluster, tmp_path) -> None:
@@ -172,6 +202,26 @@ def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     for got, want in zip(est.get_model().get_weights(), expected_weights):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
     assert any("worker 0 lost in epoch 3; resuming from epoch 2 on 2 workers" in line for line in learn_log), learn_log
+    est.shutdown()
+
+
+def test_a_keras_fit_resumes_on_standby_workers(ray_local_cluster, tmp_path, learn_log) -> None:
+    settings = WorkerConfig(standby_workers=True)
+    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, seed=5)
+    expected = reference.fit(regression_shards(), epochs=3, batch_size=16, verbose=0)
+    expected_weights = [w.copy() for w in reference.get_model().get_weights()]
+    reference.shutdown()
+
+    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
+    killer = faults.KerasKiller(epoch=1, step=1, marker=str(tmp_path / "killed"))
+    history = est.fit(regression_shards(), epochs=3, batch_size=16, verbose=0, callbacks=[killer])
+
+    assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
+    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    for got, want in zip(est.get_model().get_weights(), expected_weights):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    assert any("worker 0 lost in epoch 2; resuming from epoch 1 on 2 standby workers" in line for line in learn_log), learn_log
+    assert not est._group.holds_cpus and _every_cpu_held_by(est._group)
     est.shutdown()
 
 

@@ -33,7 +33,7 @@ from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
-from zoo_lite.learn.base.worker_group import WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
+from zoo_lite.learn.base.worker_group import Standby, WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
 
 __all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
@@ -121,6 +121,7 @@ class GroupEstimator:
         self._model = model
         self._extras = extras
         self._group: Optional[WorkerGroup] = None
+        self._standby: Optional[Standby] = None   # a lost group's idle workers, for the next group
         self._workers_have_driver_state = False
         self._feeds: dict[str, _LoadedFeed] = {}
         self._busy = False
@@ -173,14 +174,15 @@ class GroupEstimator:
         """The live worker group, started (with Ray, on demand) if there is none."""
         ray_context_started_on_demand()   # first, so that a Ray that lost a node is restarted
         if self._group is not None and not self._group.is_alive_in_current_ray():
-            self._group.kill()
-            self._group = None
+            self._drop_group()
         if self._group is None:
             self._feeds = {}
             self._workers_have_driver_state = False
-            self._release_idle_groups()
             factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
-            self._group = start_worker_group(factory, self.workers.per_node, self.start_timeout_s, self.workers.total)
+            standby, self._standby = self._standby, None
+            self._group = start_worker_group(factory, self.workers.per_node, self.start_timeout_s, self.workers.total,
+                                             standby=standby, keep_standby=self.spec.worker_config.standby_workers,
+                                             free_cpus=self._release_idle_groups)
         if not self._workers_have_driver_state:
             blob = self._driver_state_bytes()
             self._call(lambda runner: runner.set_state(blob))
@@ -203,7 +205,7 @@ class GroupEstimator:
             return action(self._group)
         except BaseException:
             if self._group is not None and not self._group.actors:
-                self._group, self._feeds = None, {}
+                self._drop_group()
             raise
         finally:
             self._busy = False
@@ -215,8 +217,7 @@ class GroupEstimator:
         others = [e for e in list(_live_estimators) if e is not self and e._group is not None]
         for other in others:
             if not other._group.is_alive_in_current_ray():   # ended with a Ray that was restarted
-                other._group.kill()
-                other._group, other._feeds = None, {}
+                other.shutdown(force=True)
             elif not other._busy:
                 _logger.info("releasing the idle workers of another Estimator to free their CPUs for this one "
                              "(it restarts them on its next call)")
@@ -238,9 +239,25 @@ class GroupEstimator:
         return self
 
     def shutdown(self, force: bool = False) -> None:
-        """End the worker group (the Estimator can still ``predict``, ``save`` and start a new group)."""
+        """End the worker group and its standby (the Estimator can still ``predict``, ``save`` and
+        start a new group)."""
         if self._group is not None:
             (self._group.kill if force else self._group.shutdown)()
+            self._group.end_standby()
+        if self._standby is not None:
+            self._standby.end()
+        self._group, self._feeds, self._standby = None, {}, None
+
+    def _drop_group(self) -> None:
+        """End a failed or stale group; its standby (``WorkerConfig(standby_workers=True)``) is
+        kept for the next group to take over."""
+        if self._group is not None:
+            self._group.kill()
+            standby = self._group.take_standby()
+            if standby is not None:
+                if self._standby is not None:
+                    self._standby.end()
+                self._standby = standby
         self._group, self._feeds = None, {}
 
     # -- recovery -------------------------------------------------------------------------------------
@@ -263,12 +280,13 @@ class GroupEstimator:
             if len(recovery.failures) > recovery.max_failures:
                 raise recovery.give_up_error() from error
             _logger.warning("worker %d lost in %s (%s); starting a new worker group", error.rank, where, error.message)
-            self.shutdown(force=True)
+            self._drop_group()
             try:
                 self._workers()   # a new group on the nodes alive, given the driver's state
-                _logger.warning("worker %d lost in %s; resuming from %s on %d workers (failure %d of at most %d)",
-                                error.rank, where, self._resume_point(), self.num_workers, len(recovery.failures),
-                                recovery.max_failures)
+                _logger.warning("worker %d lost in %s; resuming from %s on %d %sworkers (failure %d of at most %d)",
+                                error.rank, where, self._resume_point(), self.num_workers,
+                                "standby " if self._group is not None and self._group.from_standby else "",
+                                len(recovery.failures), recovery.max_failures)
                 self._reload(recovery, error)
                 return
             except WorkerError as again:

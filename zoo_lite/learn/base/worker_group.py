@@ -7,6 +7,13 @@ time on the actor's main thread; rank 0 publishes progress to a small board acto
 driver reads while a call runs. The group lives across ``fit`` / ``evaluate`` / ``predict``
 until :meth:`WorkerGroup.shutdown`.
 
+A group can keep a *standby* beside it (``WorkerConfig(standby_workers=True)``): one idle,
+started actor per worker on the same node, with the runner factory unpickled (so the framework
+imported) and no runner built. When the group is lost, the next group takes those processes over
+(:class:`Standby`) instead of starting new ones, which is most of a recovery's time. The node's
+CPUs are held in Ray by one of the two sets at a time: a standby holds none while the workers
+hold them, and a standby started beside workers that took over holds them instead.
+
 Waiting never hangs: start-up and connection are bounded by ``start_timeout_s``; long calls
 (an epoch) are watched with :func:`ray.wait`, so the first worker that fails or dies ends the
 wait at once with its traceback, and the group is killed (its peers may be blocked in a
@@ -20,6 +27,7 @@ import logging
 import re
 import socket
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
@@ -31,7 +39,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "Workers", "start_worker_group", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
+__all__ = ["WorkerGroup", "WorkerInfo", "Standby", "Workers", "start_worker_group", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
 
 _logger = logging.getLogger("zoo_lite.learn")
 #: what a rendezvous says when the port its worker picked was taken in the meantime (gRPC, gloo, OS)
@@ -84,8 +92,14 @@ class _WorkerActor:
     about 20 % slower (measured with torch on 2 cores), so the actor is not threaded.
     """
 
-    def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: WorkerInfo) -> None:
-        self.runner = runner_factory(info)
+    def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: Optional[WorkerInfo]) -> None:
+        self.runner_factory = runner_factory
+        # a standby (no info) has only unpickled the factory, which imports the framework
+        self.runner = runner_factory(info) if info is not None else None
+
+    def take_place(self, info: WorkerInfo) -> None:
+        """A standby becomes the worker of ``info``."""
+        self.runner = self.runner_factory(info)
 
     def address(self) -> tuple[str, int]:
         """This worker's host address and a free port on it, for the framework's rendezvous."""
@@ -101,7 +115,8 @@ class _WorkerActor:
 
     def close(self) -> None:
         """Let the runner release what it holds (a process group, files)."""
-        self.runner.close()
+        if self.runner is not None:
+            self.runner.close()
 
 
 @dataclass(frozen=True)
@@ -174,6 +189,97 @@ def _cpu_holders(node_ids: set[str]) -> str:
             + (f", and {outside}" if len(own) < len(holders) else ""))
 
 
+def _worker_infos(nodes: list[_CpuNode], counts: list[int], progress_board: Any) -> list[WorkerInfo]:
+    """Each rank's place, ranks in node order: ``counts[i]`` workers on node ``i``, each with
+    the node's CPUs divided by that count as threads; rank 0 publishes progress."""
+    world_size = sum(counts)
+    shares = [max(1, int(node.cpus // count)) for node, count in zip(nodes, counts) for _ in range(count)]
+    return [WorkerInfo(rank, world_size, threads, progress_board if rank == 0 else None) for rank, threads in enumerate(shares)]
+
+
+def _start_actors(nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
+                  infos: Optional[list[WorkerInfo]], holds_cpus: bool) -> list[Any]:
+    """``counts[i]`` actors on node ``i`` (in node order), each holding the node's CPUs divided
+    by that count when ``holds_cpus``: the workers of ``infos``, or standbys without them."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    actor_class = ray.remote(_WorkerActor)
+    actors = []
+    with user_code_by_value():   # the runner factory carries the user's model and creators
+        for node, count in zip(nodes, counts):
+            for _ in range(count):
+                info = infos[len(actors)] if infos is not None else None
+                actors.append(actor_class.options(
+                    num_cpus=node.cpus / count if holds_cpus else 0, namespace=_NAMESPACE,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+                ).remote(runner_factory, info))
+    return actors
+
+
+def _active_ray_context(ray_address: str) -> Optional["RayContext"]:
+    """The active Ray on Spark, if it is the cluster at ``ray_address``."""
+    from zoo_lite.context import OrcaContext
+
+    ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
+    return ray_context if ray_context is not None and ray_context.address == ray_address else None
+
+
+def _end_actors(actors: Sequence[Any], ray_address: str) -> None:
+    """Kill ``actors`` of the cluster at ``ray_address`` if it still runs (a stopped or
+    restarted cluster took them along)."""
+    import ray
+
+    if ray.is_initialized() and _active_ray_context(ray_address) is not None:
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+
+
+@dataclass
+class Standby:
+    """Idle, started workers kept beside a group for the next group to take over (see the module
+    docstring): ``actors[i]`` runs on the node ``node_ids[i]`` and holds its share of that node's
+    CPUs in Ray when ``holds_cpus``."""
+
+    ray_address: str
+    node_ids: list[str]
+    actors: list[Any]
+    holds_cpus: bool
+
+    @staticmethod
+    def start(ray_address: str, nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
+              holds_cpus: bool) -> "Standby":
+        """A standby of ``counts[i]`` actors on node ``i`` (started without waiting for them)."""
+        node_ids = [node.node_id for node, count in zip(nodes, counts) for _ in range(count)]
+        return Standby(ray_address, node_ids, _start_actors(nodes, counts, runner_factory, None, holds_cpus), holds_cpus)
+
+    def actors_for(self, ray_address: str, rank_nodes: list[str]) -> Optional[list[Any]]:
+        """Actors for a group whose rank ``r`` runs on node ``rank_nodes[r]``, taken out of the
+        standby, if it has as many on each of those nodes (so each gets the same CPU share) and
+        none of them died, in the cluster at ``ray_address``; else None, and nothing is taken.
+        One still starting is taken: it is further on than a new one."""
+        from ray._private.state import actors as actor_table
+
+        wanted, have = Counter(rank_nodes), Counter(self.node_ids)
+        if ray_address != self.ray_address or any(have[node] != count for node, count in wanted.items()):
+            return None
+        left = list(zip(self.node_ids, self.actors))
+        taken = []
+        for node in rank_nodes:
+            index = next(i for i, (actor_node, _) in enumerate(left) if actor_node == node)
+            taken.append(left.pop(index)[1])
+        dead = actor_table(actor_state_name="DEAD")
+        if any(actor._actor_id.hex() in dead for actor in taken):
+            return None
+        self.node_ids, self.actors = [node for node, _ in left], [actor for _, actor in left]
+        return taken
+
+    def end(self) -> None:
+        """Kill the actors still in the standby (idempotent)."""
+        actors, self.actors, self.node_ids = self.actors, [], []
+        _end_actors(actors, self.ray_address)
+
+
 class WorkerGroup:
     """A started group of training workers; see the module docstring.
 
@@ -187,6 +293,15 @@ class WorkerGroup:
         Workers on each Ray node (each gets the node's CPUs divided by this).
     start_timeout_s : float
         Bound on starting the actors and on their rendezvous.
+    num_workers : int, optional
+        Workers in all, spread over the nodes, instead of ``workers_per_node`` on each.
+    standby : Standby, optional
+        An earlier group's standby: the new group takes over its actors where it has as many on
+        each node as the group needs, else it is ended and the group starts new actors.
+    keep_standby : bool, default False
+        Start a standby beside the group (see the module docstring).
+    free_cpus : callable, optional
+        Called before new actors are started, to make their CPUs free.
 
     Examples
     --------
@@ -204,7 +319,8 @@ class WorkerGroup:
     """
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
-                 start_timeout_s: float = 180.0, num_workers: Optional[int] = None) -> None:
+                 start_timeout_s: float = 180.0, num_workers: Optional[int] = None, *, standby: Optional["Standby"] = None,
+                 keep_standby: bool = False, free_cpus: Callable[[], None] = lambda: None) -> None:
         workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
         from zoo_lite.context import ray_context_started_on_demand
 
@@ -212,45 +328,41 @@ class WorkerGroup:
 
         self._ray_context = ray_context_started_on_demand()
         self.ray_address = self._ray_context.address
-        self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
         nodes = _cpu_nodes(self._ray_context)
+        if not nodes:
+            raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
         #: how many Ray nodes the group was spread over (fewer than the context's after a lost node)
         self.nodes_used = len(nodes)
         counts = workers_on_nodes(len(nodes), workers_per_node, num_workers)
+        rank_nodes = [node for node, count in zip(nodes, counts) for _ in range(count)]
         #: the zoo_lite node name each rank runs on
-        self.node_names = [node.name for node, count in zip(nodes, counts) for _ in range(count)]
-        self.actors = self._start_actors(nodes, counts, runner_factory, self.progress_board)
+        self.node_names = [node.name for node in rank_nodes]
+        #: idle workers kept for the next group (``keep_standby``), until taken or ended
+        self.standby: Optional[Standby] = None
+        self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
+        infos = _worker_infos(nodes, counts, self.progress_board)
+        taken = standby.actors_for(self.ray_address, [node.node_id for node in rank_nodes]) if standby is not None else None
+        if standby is not None:
+            standby.end()   # what the new group does not take
+        self.actors: list[Any] = taken or []
+        #: whether the group took over a standby's processes rather than starting new ones
+        self.from_standby = taken is not None
         try:
+            if taken is not None:
+                self.holds_cpus = standby.holds_cpus
+                self._wait([actor.take_place.remote(info) for actor, info in zip(taken, infos)], "start", start_timeout_s)
+            else:
+                free_cpus()
+                self.holds_cpus = True
+                self.actors = _start_actors(nodes, counts, runner_factory, infos, holds_cpus=True)
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
             self._wait([actor.call.remote(connect) for actor in self.actors], "connect", start_timeout_s)
         except BaseException:
             self.kill()
             raise
-
-    @staticmethod
-    def _start_actors(nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
-                      progress_board: Any) -> list[Any]:
-        """``counts[i]`` actors on node ``i``, each with the node's CPUs divided by that count;
-        ranks in node order."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        if not nodes:
-            raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
-        world_size = sum(counts)
-        actor_class = ray.remote(_WorkerActor)
-        actors = []
-        with user_code_by_value():   # the runner factory carries the user's model and creators
-            for node, count in zip(nodes, counts):
-                for _ in range(count):
-                    rank = len(actors)
-                    info = WorkerInfo(rank, world_size, max(1, int(node.cpus // count)), progress_board if rank == 0 else None)
-                    actors.append(actor_class.options(
-                        num_cpus=node.cpus / count, namespace=_NAMESPACE,
-                        scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
-                    ).remote(runner_factory, info))
-        return actors
+        if keep_standby:
+            self.standby = Standby.start(self.ray_address, nodes, counts, runner_factory, holds_cpus=not self.holds_cpus)
 
     @property
     def num_workers(self) -> int:
@@ -275,10 +387,7 @@ class WorkerGroup:
 
     def _current_ray(self) -> Optional["RayContext"]:
         """The active Ray on Spark, if it is the cluster this group started in."""
-        from zoo_lite.context import OrcaContext
-
-        ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
-        return ray_context if ray_context is not None and ray_context.address == self.ray_address else None
+        return _active_ray_context(self.ray_address)
 
     def call(self, call: Callable[[Any], T], *, timeout_s: Optional[float] = None,
              on_poll: Optional[Callable[[], None]] = None) -> list[T]:
@@ -366,19 +475,26 @@ class WorkerGroup:
                               "their nodes are replaced on next use", lost=True)
 
     def kill(self) -> None:
-        """End every actor at once (idempotent)."""
-        import ray
-
+        """End every running actor at once (idempotent); a standby is left for the next group
+        (:meth:`take_standby`) or :meth:`end_standby`."""
         actors, self.actors = self.actors, []
         board, self.progress_board = self.progress_board, None
-        # the survivors of a lost node hold CPUs in the cluster, which lives on; a stopped or
-        # restarted cluster took the actors along
-        if ray.is_initialized() and self._current_ray() is not None:
-            for actor in [*actors, *([board] if board is not None else [])]:
-                ray.kill(actor, no_restart=True)
+        # the survivors of a lost node hold CPUs in the cluster, which lives on
+        _end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
+
+    def take_standby(self) -> Optional[Standby]:
+        """The group's standby, for the next group to take over; the group keeps none."""
+        standby, self.standby = self.standby, None
+        return standby
+
+    def end_standby(self) -> None:
+        """Kill the group's standby, if it has one."""
+        standby = self.take_standby()
+        if standby is not None:
+            standby.end()
 
     def shutdown(self) -> None:
-        """Let each runner release its resources (bounded), then end the actors."""
+        """Let each runner release its resources (bounded), then end the actors and the standby."""
         import ray
 
         if self.actors and ray.is_initialized() and self._in_current_ray():
@@ -387,6 +503,7 @@ class WorkerGroup:
             except ZooLiteError:
                 pass  # the actors are killed below either way
         self.kill()
+        self.end_standby()
 
 
 @dataclass(frozen=True)
@@ -432,10 +549,11 @@ def workers_on_nodes(nodes: int, workers_per_node: int = 1, num_workers: Optiona
 
 
 def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
-                       start_timeout_s: float = 180.0, num_workers: Optional[int] = None) -> "WorkerGroup":
-    """A started :class:`WorkerGroup`, started once more if its rendezvous failed on a port taken
-    in the meantime: each worker picks a free port before the framework binds it, and another
-    process can take it in between (seen with three test sessions on one machine).
+                       start_timeout_s: float = 180.0, num_workers: Optional[int] = None, **options: Any) -> "WorkerGroup":
+    """A started :class:`WorkerGroup` (``options`` are its keyword-only ones), started once more
+    if its rendezvous failed on a port taken in the meantime: each worker picks a free port before
+    the framework binds it, and another process can take it in between (seen with three test
+    sessions on one machine).
 
     Examples
     --------
@@ -451,13 +569,13 @@ def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_
     >>> group.shutdown()
     """
     try:
-        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers)
+        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options)
     except WorkerError as error:
         if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in _PORT_TAKEN):
             raise
         _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
                         error.message.splitlines()[0])
-    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers)
+    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options)
 
 
 def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:
