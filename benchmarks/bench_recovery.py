@@ -152,16 +152,26 @@ def read_lines(folder: str, name: str) -> list[str]:
         return [line.strip() for line in handle if line.strip()]
 
 
+def executor_jvm() -> Any:
+    """The Spark executor JVM whose Ray node runs this worker: its pid is in the node's name
+    (``zoo-lite-<host>-<executor pid>-<suffix>``). Not found by walking up the process tree: the
+    Spark Python worker that launched the node may have ended, leaving the node's watchdog
+    with init as its parent."""
+    import psutil
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    name = next(node["NodeName"] for node in ray.nodes() if node["NodeID"] == node_id)
+    return psutil.Process(int(name.split("-")[-2]))
+
+
 def die(folder: str, epoch: int, step: int, steps_per_epoch: int, what: str = "worker") -> None:
     """Stamp the death (epoch and step are 0-based: ``step`` was the last one done), then SIGKILL
     this process, or with ``what="executor"`` the Spark executor JVM whose Ray node runs it (its
     node ends with it). The stamp is also the marker that makes every later group run on."""
     import psutil
 
-    victim = psutil.Process()
-    if what in ("executor", "stall"):
-        while victim.name() != "java":
-            victim = victim.parent()
+    victim = executor_jvm() if what in ("executor", "stall") else psutil.Process()
     if what == "stall":   # the executor and everything below it, this process last: alive, silent
         stalled = [victim, *victim.children(recursive=True)]
         stamp(os.path.join(folder, DEATH), pid=victim.pid, stalled=[process.pid for process in stalled], epoch=epoch,

@@ -448,6 +448,8 @@ class GroupEstimator:
                     logs = self._with_recovery(lambda: self._call(lambda runner: runner.train_epoch(plan), poll)[0],
                                                recovery, f"epoch {self._trained_epochs() + 1}")
                     self._keep_epoch_state(files)
+                    if self._group is not None:
+                        self._group.start_standby()   # after a take-over: the next one, now that the fit runs again
                     interrupts.check()
                     stop = logs.pop("stop_training", False)
                     reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)

@@ -86,7 +86,12 @@ class EpochPlan:
 
 class Runner(Protocol):
     """One training worker, whatever the framework. Results are equal on every worker where the
-    method is a collective (``connect``, ``load_*``, ``train_epoch``, ``validate``)."""
+    method is a collective (``connect``, ``load_*``, ``train_epoch``, ``validate``).
+
+    Two hooks are optional: ``listen(host) -> port``, a rendezvous port the runner binds itself
+    before ``connect`` (without it the worker group picks a free port, which the framework binds
+    later); and a static ``warm_up()``, the imports a standby worker makes ahead of its use.
+    """
 
     def connect(self, addresses: list[tuple[str, int]]) -> None:
         """Join the group's collective runtime; ``addresses`` are every worker's, by rank."""

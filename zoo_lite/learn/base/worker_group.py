@@ -94,18 +94,24 @@ class _WorkerActor:
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: Optional[WorkerInfo]) -> None:
         self.runner_factory = runner_factory
-        # a standby (no info) has only unpickled the factory, which imports the framework
         self.runner = runner_factory(info) if info is not None else None
+        if info is None:   # a standby: unpickling the factory imported the framework; now the rest
+            _warm_up(runner_factory)
 
     def take_place(self, info: WorkerInfo) -> None:
         """A standby becomes the worker of ``info``."""
         self.runner = self.runner_factory(info)
 
     def address(self) -> tuple[str, int]:
-        """This worker's host address and a free port on it, for the framework's rendezvous."""
+        """This worker's host address and its rendezvous port: one its runner binds itself
+        (``listen``), else a free one the framework binds later (so the group starts again if
+        another process took it in between, see :func:`start_worker_group`)."""
         import ray
 
         host = ray.util.get_node_ip_address()
+        listen = getattr(self.runner, "listen", None)
+        if listen is not None:
+            return host, listen(host)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind((host, 0))
             return host, probe.getsockname()[1]
@@ -117,6 +123,15 @@ class _WorkerActor:
         """Let the runner release what it holds (a process group, files)."""
         if self.runner is not None:
             self.runner.close()
+
+
+def _warm_up(runner_factory: Callable[[WorkerInfo], Any]) -> None:
+    """What a standby does ahead of its use: the runner class's ``warm_up()``, if it has one (the
+    imports that building a runner makes on first use)."""
+    target = runner_factory.func if isinstance(runner_factory, functools.partial) else runner_factory
+    warm_up = getattr(target, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
 
 
 @dataclass(frozen=True)
@@ -299,7 +314,7 @@ class WorkerGroup:
         An earlier group's standby: the new group takes over its actors where it has as many on
         each node as the group needs, else it is ended and the group starts new actors.
     keep_standby : bool, default False
-        Start a standby beside the group (see the module docstring).
+        Keep a standby beside the group (see the module docstring and :meth:`start_standby`).
     free_cpus : callable, optional
         Called before new actors are started, to make their CPUs free.
 
@@ -339,6 +354,7 @@ class WorkerGroup:
         self.node_names = [node.name for node in rank_nodes]
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
+        self._standby_plan = (nodes, counts, runner_factory) if keep_standby else None
         self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
         infos = _worker_infos(nodes, counts, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node in rank_nodes]) if standby is not None else None
@@ -355,14 +371,14 @@ class WorkerGroup:
                 free_cpus()
                 self.holds_cpus = True
                 self.actors = _start_actors(nodes, counts, runner_factory, infos, holds_cpus=True)
+                self.start_standby()   # beside the workers, so ready about when they are
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
             self._wait([actor.call.remote(connect) for actor in self.actors], "connect", start_timeout_s)
         except BaseException:
             self.kill()
+            self.end_standby()
             raise
-        if keep_standby:
-            self.standby = Standby.start(self.ray_address, nodes, counts, runner_factory, holds_cpus=not self.holds_cpus)
 
     @property
     def num_workers(self) -> int:
@@ -481,6 +497,15 @@ class WorkerGroup:
         board, self.progress_board = self.progress_board, None
         # the survivors of a lost node hold CPUs in the cluster, which lives on
         _end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
+
+    def start_standby(self) -> None:
+        """Start a standby beside the group, if it keeps one and has none (it holds the CPUs the
+        workers do not hold). A cold group starts its own with its workers; a group that took
+        over a standby is given a new one later (the Estimator: after the next epoch), so that
+        starting it does not slow the recovery down."""
+        if self._standby_plan is not None and self.standby is None and self.actors:
+            nodes, counts, runner_factory = self._standby_plan
+            self.standby = Standby.start(self.ray_address, nodes, counts, runner_factory, holds_cpus=not self.holds_cpus)
 
     def take_standby(self) -> Optional[Standby]:
         """The group's standby, for the next group to take over; the group keeps none."""

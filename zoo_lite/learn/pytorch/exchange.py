@@ -33,7 +33,7 @@ import torch.distributed as dist
 from zoo_lite.learn.base.host_exchange import HostSum
 
 __all__ = ["gradient_exchange", "sum_over_workers", "sum_floats_over_workers", "FlatExchange", "NoExchange",
-           "join_process_group", "GLOO_ON_ADDRESS"]
+           "join_process_group", "rendezvous_store", "GLOO_ON_ADDRESS"]
 
 #: the name of gloo bound to a given address (:func:`join_process_group`), as torch.distributed knows it
 GLOO_ON_ADDRESS = "zoo_lite_gloo"
@@ -54,19 +54,36 @@ def _gloo_on_bind_address(store: "dist.Store", rank: int, world_size: int, timeo
     return dist.ProcessGroupGloo(store, rank, world_size, options)
 
 
-def join_process_group(init_method: str, rank: int, world_size: int, timeout_s: float, address: str) -> None:
-    """Join the gloo process group of ``init_method`` with this worker's gloo transport bound to
-    ``address``, the address Ray and Spark use for this host.
+def rendezvous_store(host: str, port: int, world_size: int, timeout_s: float) -> "dist.TCPStore":
+    """The store of a process group's rendezvous: with ``port=0``, served by this process on
+    ``host`` at a port the system picks as it binds (so no other process can take it in between:
+    read it from ``.port``); else the store served at ``host:port``.
+
+    Examples
+    --------
+    >>> served = rendezvous_store("127.0.0.1", 0, world_size=2, timeout_s=10)
+    >>> reached = rendezvous_store("127.0.0.1", served.port, world_size=2, timeout_s=10)
+    >>> reached.set("rank 1", "here"); served.get("rank 1")
+    b'here'
+    """
+    serves = port == 0
+    return dist.TCPStore(host, port, world_size, serves, timeout=timedelta(seconds=timeout_s), wait_for_workers=False)
+
+
+def join_process_group(store: "dist.Store", rank: int, world_size: int, timeout_s: float, address: str) -> None:
+    """Join the gloo process group of ``store`` (:func:`rendezvous_store`) with this worker's
+    gloo transport bound to ``address``, the address Ray and Spark use for this host.
 
     Plain ``init_process_group("gloo")`` binds the address the host's *name* resolves to: on
     Debian's and Ubuntu's default ``/etc/hosts`` that is ``127.0.1.1``, where no host name
     resolves it is ``127.0.0.1``, and peers on other hosts are refused. gloo bound to an explicit
     address is registered once per process as the backend :data:`GLOO_ON_ADDRESS`; it is gloo in
-    every other respect.
+    every other respect (its transport binds its own ports).
 
     Examples
     --------
-    >>> join_process_group("tcp://127.0.0.1:29517", rank=0, world_size=1, timeout_s=10, address="127.0.0.1")
+    >>> store = rendezvous_store("127.0.0.1", 0, world_size=1, timeout_s=10)
+    >>> join_process_group(store, rank=0, world_size=1, timeout_s=10, address="127.0.0.1")
     >>> dist.get_backend(), dist.get_world_size()
     ('zoo_lite_gloo', 1)
     >>> dist.destroy_process_group()
@@ -75,7 +92,7 @@ def join_process_group(init_method: str, rank: int, world_size: int, timeout_s: 
     if not hasattr(dist.Backend, GLOO_ON_ADDRESS.upper()):
         dist.Backend.register_backend(GLOO_ON_ADDRESS, _gloo_on_bind_address, devices=["cpu"])
     _bind_address = address
-    dist.init_process_group(GLOO_ON_ADDRESS, init_method=init_method, rank=rank, world_size=world_size,
+    dist.init_process_group(GLOO_ON_ADDRESS, store=store, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=timeout_s))
 
 

@@ -19,7 +19,7 @@ from zoo_lite.learn.base.callbacks import CallbackList, restore_callback_states
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, RunnerBase
 from zoo_lite.learn.base.worker_group import WorkerInfo
-from zoo_lite.learn.pytorch.exchange import (FlatExchange, NoExchange, gradient_exchange, join_process_group,
+from zoo_lite.learn.pytorch.exchange import (FlatExchange, NoExchange, gradient_exchange, join_process_group, rendezvous_store,
                                              sum_floats_over_workers, sum_over_workers)
 from zoo_lite.learn.pytorch.feeds import ArrayFeed, Batch, DatasetFeed
 from zoo_lite.learn.pytorch.specs import TargetRule, TorchSpec, build_model, model_dtype
@@ -103,20 +103,36 @@ class TorchRunner(RunnerBase):
         self.scheduler = spec.scheduler_creator(self.optimizer, spec.config) if spec.scheduler_creator and self.optimizer else None
         self.metrics = _Metrics(spec.metrics)
         self.exchange: NoExchange | FlatExchange = NoExchange()   # the real one once connected
+        self._store: Optional[dist.TCPStore] = None   # rank 0's rendezvous store, served from listen()
         self.global_step = 0
         self.callbacks = CallbackList()
         self.epoch_stats: dict[str, Any] = {}
         self.batch_idx = 0
         self.loss: Optional[float] = None
 
+    @staticmethod
+    def warm_up() -> None:
+        """What a standby worker imports ahead of its use: torch's compiler front end, which the
+        first optimizer built in a process imports (1.8 s of a 1.9 s take-over on 2 cores)."""
+        import torch._dynamo  # noqa: F401
+
     # -- group plumbing ---------------------------------------------------------------------------
 
+    def listen(self, host: str) -> int:
+        """Rank 0 serves the rendezvous store on ``host``, at a port it binds itself; its port
+        (the other ranks: 0, they serve nothing)."""
+        if self.rank != 0:
+            return 0
+        self._store = rendezvous_store(host, 0, self.world_size, self.spec.worker_config.collective_timeout_s)
+        return int(self._store.port)
+
     def connect(self, addresses: list[tuple[str, int]]) -> None:
-        """Join the gloo process group that rank 0's address hosts, bound to this worker's own
-        address (its Ray node's, ``addresses[rank]``)."""
+        """Join the gloo process group whose store rank 0 serves at ``addresses[0]``, bound to
+        this worker's own address (its Ray node's, ``addresses[rank]``)."""
+        timeout_s = self.spec.worker_config.collective_timeout_s
         host, port = addresses[0]
-        join_process_group(f"tcp://{host}:{port}", self.rank, self.world_size, self.spec.worker_config.collective_timeout_s,
-                           addresses[self.rank][0])
+        store = self._store if self._store is not None else rendezvous_store(host, port, self.world_size, timeout_s)
+        join_process_group(store, self.rank, self.world_size, timeout_s, addresses[self.rank][0])
         summed_loss = getattr(self.loss_fn, "reduction", "mean") == "sum"
         self.exchange = gradient_exchange(list(self.model.parameters()), self.rank, self.world_size, summed_loss,
                                           self.open_host_sum)
@@ -131,6 +147,7 @@ class TorchRunner(RunnerBase):
         self.exchange.close()
         if dist.is_initialized():
             dist.destroy_process_group()
+        self._store = None
 
     def sum_floats(self, values: np.ndarray) -> np.ndarray:
         return sum_floats_over_workers(values, self.rank, self.world_size)

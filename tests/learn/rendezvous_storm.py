@@ -1,0 +1,103 @@
+"""Many torch rendezvous at once, each as zoo_lite's workers make it, while another process
+takes free ports all the time: run by ``test_rendezvous_ports.py`` inside a network namespace of
+its own whose ephemeral port range is narrowed, so that a port picked and let go is soon taken.
+Prints one line per pair: ``ok <sum>`` or ``failed <error>``.
+
+Usage: ``python -m tests.learn.rendezvous_storm PAIRS``.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing as mp
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+HOST = "127.0.0.1"
+TIMEOUT_S = 60.0
+#: how many ports the thief holds at a time, each for about THIEF_HOLD_S
+THIEF_PORTS, THIEF_HOLD_S = 40, 1.0
+
+
+def thief(stop: Any) -> None:
+    """Another process on the host: binds free ports (port 0) and holds each a while, all the time."""
+    held: collections.deque = collections.deque()
+    while not stop.is_set():
+        try:
+            grabbed = socket.socket()
+            grabbed.bind((HOST, 0))
+            grabbed.listen()
+            held.append(grabbed)
+        except OSError:   # none free this moment
+            pass
+        if len(held) >= THIEF_PORTS:
+            held.popleft().close()
+        time.sleep(THIEF_HOLD_S / THIEF_PORTS)
+
+
+def rank0(results: Any, index: int, port_box: Any) -> None:
+    """Serve the store (bound here, port 0), publish its port, join, sum."""
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from zoo_lite.learn.pytorch.exchange import join_process_group, rendezvous_store
+
+        store = rendezvous_store(HOST, 0, world_size=2, timeout_s=TIMEOUT_S)
+        port_box.put(int(store.port))
+        join_process_group(store, 0, 2, TIMEOUT_S, HOST)
+        total = torch.tensor([float(index)])
+        dist.all_reduce(total)
+        dist.destroy_process_group()
+        results.put((index, f"ok {total.item():g}"))
+    except Exception:  # noqa: BLE001 - reported to the test, which fails on it
+        results.put((index, "failed " + traceback.format_exc(limit=3).replace("\n", " | ")))
+
+
+def rank1(results: Any, index: int, port_box: Any) -> None:
+    """Reach rank 0's store at the port it published, join, sum."""
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from zoo_lite.learn.pytorch.exchange import join_process_group, rendezvous_store
+
+        port = port_box.get(timeout=TIMEOUT_S)
+        join_process_group(rendezvous_store(HOST, port, world_size=2, timeout_s=TIMEOUT_S), 1, 2, TIMEOUT_S, HOST)
+        total = torch.tensor([1.0])
+        dist.all_reduce(total)
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001
+        results.put((index, "failed (rank 1) " + traceback.format_exc(limit=3).replace("\n", " | ")))
+
+
+def main(pairs: int) -> None:
+    context = mp.get_context("spawn")   # as Ray starts its workers: a fresh interpreter each
+    stop = context.Event()
+    stealing = context.Process(target=thief, args=(stop,))
+    stealing.start()
+    results = context.Queue()
+    boxes = [context.Queue() for _ in range(pairs)]
+    processes = [context.Process(target=target, args=(results, index, boxes[index]))
+                 for index in range(pairs) for target in (rank0, rank1)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=3 * TIMEOUT_S)
+        if process.is_alive():
+            process.kill()
+    stop.set()
+    stealing.join(timeout=10)
+    reported: dict[int, str] = {}
+    while not results.empty():
+        index, line = results.get()
+        reported[index] = line if index not in reported or line.startswith("failed") else reported[index]
+    for index in range(pairs):
+        print(reported.get(index, "failed (no report)"), flush=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
