@@ -27,8 +27,10 @@ Cases, interleaved round by round (``--repeat`` rounds), each on a new Estimator
 - (5) as (4), on the frame persisted with 2 replicas (``MEMORY_AND_DISK_2``): the partitions the
   dead executor cached are not recomputed when the fit reloads its data (in (4) Spark recomputes
   them from the frame's lineage, which is the user's data cost, not zoo_lite's).
-- (6) as (5), but rank 1 SIGSTOPs its executor JVM and every process below it (its Ray node, its
-  watchdog, itself): a host that hangs, alive and silent. zoo_lite notices after
+- (6) as (5), but rank 1 SIGSTOPs its executor JVM and every process below it, and its Ray
+  node's watchdog and every process below that (the node, itself): a host that hangs, alive and
+  silent. (The watchdog is not always below the JVM: once the Spark Python worker that launched
+  the node ends, the watchdog's parent is init.) zoo_lite notices after
   ``heartbeat_timeout_s`` (default 30 s) without a heartbeat, drops the executor in Spark and
   resumes on the node left; the stopped processes get SIGCONT after the fit, so that they end.
 - (1s), (2s), (6s): (1), (2) and (6) with ``WorkerConfig(standby_workers=True)``: the new group
@@ -172,8 +174,11 @@ def die(folder: str, epoch: int, step: int, steps_per_epoch: int, what: str = "w
     import psutil
 
     victim = executor_jvm() if what in ("executor", "stall") else psutil.Process()
-    if what == "stall":   # the executor and everything below it, this process last: alive, silent
-        stalled = [victim, *victim.children(recursive=True)]
+    if what == "stall":   # the executor, its node and everything below them, this process last: alive, silent
+        watchdog = next(process for process in psutil.Process().parents()
+                        if "zoo_lite.ray_on_spark.watchdog" in " ".join(process.cmdline()))
+        trees = [victim, *victim.children(recursive=True), watchdog, *watchdog.children(recursive=True)]
+        stalled = list({process.pid: process for process in trees}.values())
         stamp(os.path.join(folder, DEATH), pid=victim.pid, stalled=[process.pid for process in stalled], epoch=epoch,
               step=step, steps_per_epoch=steps_per_epoch)
         for process in stalled:

@@ -156,10 +156,13 @@ def test_local_cluster_replaces_only_the_node_of_a_killed_executor_and_the_fit_c
 
 
 def stall_executor_and_its_node(node: dict, stalled: list[psutil.Process]) -> None:
-    """SIGSTOP an executor JVM and every process below it (its Python workers, the Ray node and
-    its watchdog): alive, holding their sockets, and silent, as on a host that hangs."""
-    executor = psutil.Process(node["executor_pid"])
-    for process in [executor, *executor.children(recursive=True)]:
+    """SIGSTOP an executor JVM and every process below it (its Python workers), and the node's
+    watchdog and every process below that (the Ray node): alive, holding their sockets, and
+    silent, as on a host that hangs. The watchdog is not always below the JVM: once the Spark
+    Python worker that launched the node ends, its parent is init."""
+    executor, watchdog = psutil.Process(node["executor_pid"]), psutil.Process(node["watchdog_pid"])
+    trees = [executor, *executor.children(recursive=True), watchdog, *watchdog.children(recursive=True)]
+    for process in {process.pid: process for process in trees}.values():
         try:
             process.send_signal(signal.SIGSTOP)
             stalled.append(process)
@@ -191,3 +194,25 @@ def test_local_cluster_drops_a_silent_executor_and_the_fit_completes_without_wai
                 pass
         stop_orca_context()
     assert not wait_until_gone([process for process in stalled if process.is_running()], timeout_s=60)
+
+
+def test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes(tmp_path) -> None:
+    """The head (GCS and a zero-CPU raylet, on the driver's host) is the one node whose loss
+    takes every node along: Ray on Spark is started again, on the same executors, and the fit
+    resumes. In a fresh interpreter, as the local-mode test, since the driver's Ray connection
+    goes through the killed head."""
+    if os.environ.get(_IN_FRESH_PROCESS) != "1":
+        run_in_a_fresh_process("test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes")
+        return
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    try:
+        old_context = OrcaContext.get_ray_context()
+        head = old_context.driver_node
+        executors = sorted(node["executor_pid"] for node in old_context.nodes)
+        _, new_context = fit_through_a_kill(tmp_path, lambda node: kill_node_processes(head), 0, restarts_ray=True)
+        assert new_context.driver_node["node_name"] != head["node_name"]
+        assert sorted(node["executor_pid"] for node in new_context.nodes) == executors, "the executors were not reused"
+    finally:
+        stop_orca_context()
+    assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
