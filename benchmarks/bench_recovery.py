@@ -699,16 +699,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         replicas: list[Any] = []
 
         def replicated_frame() -> Any:
-            """The frame again, persisted with 2 replicas (``MEMORY_AND_DISK_2``): an executor's death
-            loses no partition, so nothing is recomputed when the fit reloads its data."""
-            if not replicas:
-                from pyspark import StorageLevel
-                from pyspark.sql import functions as F
+            """The frame again, persisted anew with 2 replicas (``MEMORY_AND_DISK_2``) for each run:
+            an executor's death loses no partition, so nothing is recomputed when the fit reloads
+            its data. Anew, because Spark does not replicate again what lost a replica in an earlier
+            run (``spark.storage.replication.proactive`` is off), so a later run would recompute it."""
+            from pyspark import StorageLevel
+            from pyspark.sql import functions as F
 
-                # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache for the same one
-                copy = frame.select("features", (F.col("label") + 0).alias("label"))
-                replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2))
-                replicas[0].count()
+            while replicas:
+                replicas.pop().unpersist(blocking=True)
+            # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache for the same one
+            copy = frame.select("features", (F.col("label") + 0).alias("label"))
+            replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2))
+            replicas[0].count()
             return replicas[0]
 
         # not counted: the first fits pay once for what every later one finds ready (the executors'
