@@ -106,7 +106,7 @@ TARGET_SILENT_S = 35.0     # a host going silent -> the first resumed step, with
 CASES = ("torch_plain", "torch", "torch_standby", "keras_plain", "keras", "keras_standby", "ray", "executor",
          "executor_replicated", "silent", "silent_standby")
 #: the cases in which something is killed
-_KILLED = ("torch", "torch_standby", "keras", "keras_standby", "ray", "executor", "executor_replicated", "silent", "silent_standby")
+_KILLED = tuple(case for case in CASES if not case.endswith("_plain"))
 #: the bars of a recovery on standby workers (``WorkerConfig(standby_workers=True)``): torch, Keras (s; or x Ray Train's)
 TARGET_STANDBY_S, TARGET_STANDBY_VS_RAY = {"torch": 3.0, "keras": 4.0}, 0.25
 
@@ -765,28 +765,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     problems = {name: [p for r in group for p in r.problems] for name, group in runs.items()}
     ray_median = recovery["ray"].median if recovery["ray"].seconds else math.nan
     targets = []
-    for name, label in [(name, label) for name, label in (("torch", "(1) zoo_lite PyTorch"), ("keras", "(2) zoo_lite Keras"))
-                        if runs[name]]:
-        ok_history = not problems[name] and not problems[f"{name}_plain"]
+    for name, label, bar_s, bar_ratio in (
+            ("torch", "(1) zoo_lite PyTorch", TARGET_RECOVERY_S, TARGET_VS_RAY),
+            ("keras", "(2) zoo_lite Keras", TARGET_RECOVERY_S, TARGET_VS_RAY),
+            ("torch_standby", "(1s) zoo_lite PyTorch, standby workers", TARGET_STANDBY_S["torch"], TARGET_STANDBY_VS_RAY),
+            ("keras_standby", "(2s) zoo_lite Keras, standby workers", TARGET_STANDBY_S["keras"], TARGET_STANDBY_VS_RAY)):
+        if not runs[name]:
+            continue
+        ok_history = not problems[name] and not problems[plain_of(name)]
         targets.append((f"{label}: epochs redone (median), no epoch trained twice", f"{redone[name]:.2f}",
                         f"<= {TARGET_REDONE:g}", redone[name] <= TARGET_REDONE and ok_history))
         median = recovery[name].median if recovery[name].seconds else math.nan
         ratio = median / ray_median
         targets.append((f"{label}: death -> first resumed step, s (median; x Ray Train's median)", f"{median:.2f} ({ratio:.2f}x)",
-                        f"<= {TARGET_RECOVERY_S:g} s or <= {TARGET_VS_RAY:g}x",
-                        median <= TARGET_RECOVERY_S or ratio <= TARGET_VS_RAY))
-    for name, label in (("torch_standby", "(1s) zoo_lite PyTorch, standby workers"),
-                        ("keras_standby", "(2s) zoo_lite Keras, standby workers")):
-        if not runs[name]:
-            continue
-        plain = name.split("_")[0]
-        median = recovery[name].median if recovery[name].seconds else math.nan
-        ratio = median / ray_median
-        bar = TARGET_STANDBY_S[plain]
-        targets.append((f"{label}: epochs redone (median), no epoch trained twice", f"{redone[name]:.2f}",
-                        f"<= {TARGET_REDONE:g}", redone[name] <= TARGET_REDONE and not problems[name]))
-        targets.append((f"{label}: death -> first resumed step, s (median; x Ray Train's median)", f"{median:.2f} ({ratio:.2f}x)",
-                        f"<= {bar:g} s or <= {TARGET_STANDBY_VS_RAY:g}x", median <= bar or ratio <= TARGET_STANDBY_VS_RAY))
+                        f"<= {bar_s:g} s or <= {bar_ratio:g}x", median <= bar_s or ratio <= bar_ratio))
     twice = sum(1 for r in runs["ray"] if r.problems)
     if runs["ray"]:
         targets.append(("(3) Ray Train: epochs redone (median)", f"{redone['ray']:.2f}"

@@ -94,7 +94,8 @@ def main(pairs: int) -> None:
     reported: dict[int, str] = {}
     while not results.empty():
         index, line = results.get()
-        reported[index] = line if index not in reported or line.startswith("failed") else reported[index]
+        if index not in reported or line.startswith("failed"):   # a pair's failure outweighs its success
+            reported[index] = line
     for index in range(pairs):
         print(reported.get(index, "failed (no report)"), flush=True)
 

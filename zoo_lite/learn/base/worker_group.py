@@ -204,32 +204,35 @@ def _cpu_holders(node_ids: set[str]) -> str:
             + (f", and {outside}" if len(own) < len(holders) else ""))
 
 
-def _worker_infos(nodes: list[_CpuNode], counts: list[int], progress_board: Any) -> list[WorkerInfo]:
-    """Each rank's place, ranks in node order: ``counts[i]`` workers on node ``i``, each with
-    the node's CPUs divided by that count as threads; rank 0 publishes progress."""
-    world_size = sum(counts)
-    shares = [max(1, int(node.cpus // count)) for node, count in zip(nodes, counts) for _ in range(count)]
-    return [WorkerInfo(rank, world_size, threads, progress_board if rank == 0 else None) for rank, threads in enumerate(shares)]
+#: a rank's node, and how many workers share that node's CPUs
+_Place = tuple[_CpuNode, int]
 
 
-def _start_actors(nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
-                  infos: Optional[list[WorkerInfo]], holds_cpus: bool) -> list[Any]:
-    """``counts[i]`` actors on node ``i`` (in node order), each holding the node's CPUs divided
-    by that count when ``holds_cpus``: the workers of ``infos``, or standbys without them."""
+def _rank_places(nodes: list[_CpuNode], counts: list[int]) -> list[_Place]:
+    """Each rank's place, ranks in node order: ``counts[i]`` workers on node ``i``."""
+    return [(node, count) for node, count in zip(nodes, counts) for _ in range(count)]
+
+
+def _worker_infos(places: list[_Place], progress_board: Any) -> list[WorkerInfo]:
+    """Each rank's info: its node's CPUs divided by the workers there as threads; rank 0
+    publishes progress."""
+    return [WorkerInfo(rank, len(places), max(1, int(node.cpus // count)), progress_board if rank == 0 else None)
+            for rank, (node, count) in enumerate(places)]
+
+
+def _start_actors(places: list[_Place], runner_factory: Callable[[WorkerInfo], Any], infos: Optional[list[WorkerInfo]],
+                  holds_cpus: bool) -> list[Any]:
+    """An actor per place, pinned to its node and holding its share of the node's CPUs when
+    ``holds_cpus``: the workers of ``infos``, or standbys without them."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     actor_class = ray.remote(_WorkerActor)
-    actors = []
     with user_code_by_value():   # the runner factory carries the user's model and creators
-        for node, count in zip(nodes, counts):
-            for _ in range(count):
-                info = infos[len(actors)] if infos is not None else None
-                actors.append(actor_class.options(
-                    num_cpus=node.cpus / count if holds_cpus else 0, namespace=_NAMESPACE,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
-                ).remote(runner_factory, info))
-    return actors
+        return [actor_class.options(num_cpus=node.cpus / count if holds_cpus else 0, namespace=_NAMESPACE,
+                                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+                                    ).remote(runner_factory, infos[rank] if infos is not None else None)
+                for rank, (node, count) in enumerate(places)]
 
 
 def _active_ray_context(ray_address: str) -> Optional["RayContext"]:
@@ -262,11 +265,11 @@ class Standby:
     holds_cpus: bool
 
     @staticmethod
-    def start(ray_address: str, nodes: list[_CpuNode], counts: list[int], runner_factory: Callable[[WorkerInfo], Any],
+    def start(ray_address: str, places: list[_Place], runner_factory: Callable[[WorkerInfo], Any],
               holds_cpus: bool) -> "Standby":
-        """A standby of ``counts[i]`` actors on node ``i`` (started without waiting for them)."""
-        node_ids = [node.node_id for node, count in zip(nodes, counts) for _ in range(count)]
-        return Standby(ray_address, node_ids, _start_actors(nodes, counts, runner_factory, None, holds_cpus), holds_cpus)
+        """A standby of an actor per place (started without waiting for them)."""
+        node_ids = [node.node_id for node, _ in places]
+        return Standby(ray_address, node_ids, _start_actors(places, runner_factory, None, holds_cpus), holds_cpus)
 
     def actors_for(self, ray_address: str, rank_nodes: list[str]) -> Optional[list[Any]]:
         """Actors for a group whose rank ``r`` runs on node ``rank_nodes[r]``, taken out of the
@@ -348,16 +351,15 @@ class WorkerGroup:
             raise WorkerTimeoutError("the Ray cluster has no node with CPUs to run training workers on")
         #: how many Ray nodes the group was spread over (fewer than the context's after a lost node)
         self.nodes_used = len(nodes)
-        counts = workers_on_nodes(len(nodes), workers_per_node, num_workers)
-        rank_nodes = [node for node, count in zip(nodes, counts) for _ in range(count)]
+        places = _rank_places(nodes, workers_on_nodes(len(nodes), workers_per_node, num_workers))
         #: the zoo_lite node name each rank runs on
-        self.node_names = [node.name for node in rank_nodes]
+        self.node_names = [node.name for node, _ in places]
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
-        self._standby_plan = (nodes, counts, runner_factory) if keep_standby else None
+        self._standby_plan = (places, runner_factory) if keep_standby else None
         self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
-        infos = _worker_infos(nodes, counts, self.progress_board)
-        taken = standby.actors_for(self.ray_address, [node.node_id for node in rank_nodes]) if standby is not None else None
+        infos = _worker_infos(places, self.progress_board)
+        taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
         if standby is not None:
             standby.end()   # what the new group does not take
         self.actors: list[Any] = taken or []
@@ -370,7 +372,7 @@ class WorkerGroup:
             else:
                 free_cpus()
                 self.holds_cpus = True
-                self.actors = _start_actors(nodes, counts, runner_factory, infos, holds_cpus=True)
+                self.actors = _start_actors(places, runner_factory, infos, holds_cpus=True)
                 self.start_standby()   # beside the workers, so ready about when they are
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
@@ -504,8 +506,8 @@ class WorkerGroup:
         over a standby is given a new one later (the Estimator: after the next epoch), so that
         starting it does not slow the recovery down."""
         if self._standby_plan is not None and self.standby is None and self.actors:
-            nodes, counts, runner_factory = self._standby_plan
-            self.standby = Standby.start(self.ray_address, nodes, counts, runner_factory, holds_cpus=not self.holds_cpus)
+            places, runner_factory = self._standby_plan
+            self.standby = Standby.start(self.ray_address, places, runner_factory, holds_cpus=not self.holds_cpus)
 
     def take_standby(self) -> Optional[Standby]:
         """The group's standby, for the next group to take over; the group keeps none."""
