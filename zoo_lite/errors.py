@@ -31,6 +31,7 @@ __all__ = [
     "RemoteError",
     "WorkerError",
     "WorkerTimeoutError",
+    "PortRangeExhaustedError",
     "encode_remote_error",
     "decode_remote_error",
     "raising_transportably",
@@ -145,6 +146,10 @@ class WorkerError(ZooLiteError):
 
 class WorkerTimeoutError(ZooLiteError):
     """Training workers did not answer within a configured bound (start-up, connect, shutdown)."""
+
+
+class PortRangeExhaustedError(ZooLiteError):
+    """Every port of ``WorkerConfig(rendezvous_ports=...)`` was taken on a training worker's host."""
 
 
 def check_positive_int(value: Any, argument: str) -> int:

@@ -1,5 +1,6 @@
-"""Fault injection for the recovery tests: callbacks that SIGKILL their own worker process at a
-chosen point, once (a marker file records the kill, so the resumed fit runs on) or every time."""
+"""Fault injection for the recovery tests: callbacks that SIGKILL (or SIGSTOP) their own worker
+process at a chosen point, once (a marker file records the kill, so the resumed fit runs on) or
+every time."""
 
 from __future__ import annotations
 
@@ -12,23 +13,26 @@ import keras
 from zoo_lite.learn.pytorch import Callback
 
 
-def kill_this_process_once(marker: Optional[str]) -> None:
-    """SIGKILL this process; with ``marker``, only if the marker file does not exist yet."""
+def kill_this_process_once(marker: Optional[str], sig: int = signal.SIGKILL) -> None:
+    """Send this process ``sig``; with ``marker``, only if the marker file does not exist yet
+    (the marker then holds the pid)."""
     if marker is not None:
         if os.path.exists(marker):
             return
         with open(marker, "w") as file:
             file.write(str(os.getpid()))
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), sig)
 
 
 class TorchKiller(Callback):
     """Kills the worker of ``rank`` after step ``step`` of the epoch that follows ``epochs_done``
-    epochs; first removes the folder ``remove`` if given (a data source that is then gone)."""
+    epochs (with ``sig``: SIGSTOP stops it instead, as a hung process); first removes the folder
+    ``remove`` if given (a data source that is then gone)."""
 
     def __init__(self, rank: int, epochs_done: int, step: int = 1, marker: Optional[str] = None,
-                 remove: Optional[str] = None) -> None:
+                 remove: Optional[str] = None, sig: int = signal.SIGKILL) -> None:
         self.rank, self.epochs_done, self.step, self.marker, self.remove = rank, epochs_done, step, marker, remove
+        self.sig = sig
 
     def after_train_iter(self, runner: Any) -> None:
         if runner.rank == self.rank and runner.epoch == self.epochs_done and runner.batch_idx == self.step:
@@ -36,7 +40,7 @@ class TorchKiller(Callback):
                 import shutil
 
                 shutil.rmtree(self.remove, ignore_errors=True)
-            kill_this_process_once(self.marker)
+            kill_this_process_once(self.marker, self.sig)
 
 
 class KerasKiller(keras.callbacks.Callback):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import logging
 import os
 import signal
@@ -21,7 +22,7 @@ from torch import nn
 
 from tests.learn import faults
 from tests.learn.shards import shards_with_sizes
-from zoo_lite.errors import WorkerError, WorkerTimeoutError
+from zoo_lite.errors import PortRangeExhaustedError, WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
 from zoo_lite.learn.tf2 import Estimator as KerasEstimator
 from zoo_lite.learn import WorkerConfig
@@ -39,10 +40,12 @@ def regression_shards():
     return shards_with_sizes({"x": x, "y": y}, [20, 30, 46])
 
 
-def torch_estimator(exchange: str, standby_workers: bool = False, **options) -> "TorchEstimator":
+def torch_estimator(exchange: str, standby_workers: bool = False, heartbeat_timeout_s: float = 30.0,
+                    **options) -> "TorchEstimator":
     torch.manual_seed(0)
     model = nn.Linear(2, 1)
-    settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory", standby_workers=standby_workers)
+    settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory", standby_workers=standby_workers,
+                            heartbeat_timeout_s=heartbeat_timeout_s)
     return TorchEstimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
                                      loss=nn.MSELoss(), seed=5, worker_config=settings, **options)
 
@@ -106,6 +109,44 @@ def test_a_torch_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     assert stats_lines == [f"epoch={n}" for n in range(1, EPOCHS + 1)], learn_log   # each epoch's line once
     assert est._group.call(lambda runner: runner.exchange_kind()) == [exchange, exchange]
     est.shutdown()
+
+
+def _process_ends(pid: int, timeout_s: float = 30.0) -> bool:
+    """Whether process ``pid`` is gone (or a zombie) within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+def test_a_stopped_worker_is_found_by_its_silence_and_the_fit_ends_with_the_uninterrupted_weights(
+        uninterrupted_torch, tmp_path, learn_log) -> None:
+    exchange = "shared_memory"   # its peer waits on /dev/shm for the stopped worker (gloo's wait in its socket was tried too)
+    est = torch_estimator(exchange, heartbeat_timeout_s=3)
+    marker = tmp_path / "stopped"
+    stopper = faults.TorchKiller(rank=1, epochs_done=2, marker=str(marker), sig=signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, callbacks=[stopper])
+        took_s = time.monotonic() - started
+        stopped_pid = int(marker.read_text())
+        assert [h["epoch"] for h in history] == [1, 2, 3, 4]
+        np.testing.assert_allclose(torch_weights(est), uninterrupted_torch[exchange, 16], rtol=0, atol=1e-5)
+        lost = [line for line in learn_log if "worker 1 lost in epoch 3" in line]
+        assert lost and f"(pid {stopped_pid} on " in lost[0] and "heartbeat_timeout_s=3)" in lost[0], learn_log
+        assert took_s < 3 + 60, f"the stop was not found by its silence: the fit took {took_s:.0f} s"
+        assert _process_ends(stopped_pid), "the stopped worker was not ended with its group"
+    finally:
+        est.shutdown()
+        if marker.exists() and not _process_ends(int(marker.read_text()), 0):
+            os.kill(int(marker.read_text()), signal.SIGKILL)   # the test failed; leave nothing stopped
 
 
 def _every_cpu_held_by(group, timeout_s: float = 60.0) -> bool:
@@ -347,3 +388,62 @@ def test_a_rendezvous_on_a_port_taken_meanwhile_starts_the_workers_once_more(ray
     with pytest.raises(WorkerError, match="connect failed: OSError: .*Address already in use"):
         start_worker_group(functools.partial(faults.PortTakenRunner, str(attempts), 2), start_timeout_s=60)
     assert len(attempts.read_text().splitlines()) == 2   # once more, not for ever
+
+
+def linear_torch_estimator(settings: WorkerConfig) -> "TorchEstimator":
+    return TorchEstimator.from_torch(model=lambda config: nn.Linear(2, 1),
+                                     optimizer=lambda model, config: torch.optim.SGD(model.parameters(), lr=0.05),
+                                     loss=nn.MSELoss(), worker_config=settings)
+
+
+def _held_port_range(size: int) -> tuple[tuple[int, int], list]:
+    """A range of ``size`` consecutive ports that are all free now, and sockets holding them
+    (bound on every address, so a worker's bind on its node's address fails)."""
+    import random
+    import socket
+
+    for _ in range(50):
+        first = random.randint(42000, 44000 - size)
+        held = []
+        try:
+            for port in range(first, first + size):
+                held.append(socket.create_server(("0.0.0.0", port)))
+            return (first, first + size - 1), held
+        except OSError:
+            for sock in held:
+                sock.close()
+    raise AssertionError("found no free range of ports to test with")
+
+
+@pytest.mark.parametrize("framework", ["torch", "keras"])
+def test_the_rendezvous_ports_come_from_the_range_the_user_opened(ray_local_cluster, framework) -> None:
+    ports, held = _held_port_range(10)
+    for sock in held[1:]:   # the first stays taken: it must be skipped
+        sock.close()
+    try:
+        settings = WorkerConfig(rendezvous_ports=ports, shared_memory_exchange=False)
+        if framework == "torch":
+            est = linear_torch_estimator(settings)
+            used = [est._workers().call_one(0, lambda runner: int(runner._store.port))]
+        else:
+            est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings)
+            used = [int(address.rsplit(":", 1)[1]) for address in
+                    est._workers().call_one(0, lambda runner: json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])]
+        est.fit(regression_shards(), epochs=1, batch_size=16)   # the workers reach one another on those ports
+        assert all(ports[0] < port <= ports[1] for port in used), (used, ports)
+        est.shutdown()
+    finally:
+        held[0].close()
+
+
+def test_a_rendezvous_range_with_every_port_taken_fails_at_once_naming_it(ray_local_cluster) -> None:
+    ports, held = _held_port_range(2)
+    try:
+        est = linear_torch_estimator(WorkerConfig(rendezvous_ports=ports))
+        with pytest.raises(PortRangeExhaustedError, match=rf"no free port on \S+ in WorkerConfig\("
+                                              rf"rendezvous_ports=\({ports[0]}, {ports[1]}\)\): all 2 are taken"):
+            est.fit(regression_shards(), epochs=1, batch_size=16)
+        est.shutdown()
+    finally:
+        for sock in held:
+            sock.close()

@@ -57,6 +57,14 @@ def test_worker_config_defaults_and_validation() -> None:
         WorkerConfig(shared_memory_exchange="no")
     with pytest.raises(InvalidArgumentError, match=r"gradient_chunk_rows=1.5\) must be an int >= 0"):
         WorkerConfig(gradient_chunk_rows=1.5)
+    with pytest.raises(InvalidArgumentError, match=r"heartbeat_timeout_s=1\) must be a number of seconds of at least 3"):
+        WorkerConfig(heartbeat_timeout_s=1)
+    with pytest.raises(InvalidArgumentError, match=r"heartbeat_timeout_s=nan\) must be"):
+        WorkerConfig(heartbeat_timeout_s=float("nan"))
+    for ports in [(42000,), (42010, 42000), (0, 10), (42000, 70000), "42000-42010", (42000.0, 42010)]:
+        with pytest.raises(InvalidArgumentError, match=r"rendezvous_ports=.*must be \(first, last\): two port numbers"):
+            WorkerConfig(rendezvous_ports=ports)
+    assert WorkerConfig(rendezvous_ports=[42000, 42000]).rendezvous_ports == (42000, 42000)
     with pytest.raises(dataclasses.FrozenInstanceError):
         WorkerConfig().collective_timeout_s = 5
 

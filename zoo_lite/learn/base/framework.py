@@ -93,6 +93,9 @@ class Framework:
     callback_output_paths: Callable[[Any], Sequence[str]] = declared_output_paths
 
 
+#: the shortest WorkerConfig(heartbeat_timeout_s): a loaded host may delay a heartbeat or two
+_MIN_HEARTBEAT_TIMEOUT_S = 3.0
+
 #: the keys of the user's ``config`` dict that zoo_lite read before WorkerConfig (deprecated there)
 _LEGACY_KEYS = ("collective_timeout_s", "shared_memory_exchange", "gradient_chunk_rows")
 
@@ -121,6 +124,18 @@ class WorkerConfig:
         framework's size) and the CPU time to start it once, beside the group's first epoch.
         A lost node's standbys are lost with it; where the new group needs a layout the standby
         does not have, it starts cold.
+    heartbeat_timeout_s : float, default 30
+        Each worker sends a heartbeat every second from a thread of its own; a worker silent this
+        long (its process stopped, or hung holding Python's GIL) is treated as lost, as a dead one
+        is, and a ``fit`` resumes without waiting ``collective_timeout_s`` for it. At least 3.
+    rendezvous_ports : tuple of two ints, optional
+        ``(first, last)``: the workers' rendezvous ports are taken from this range, both ends
+        included (open it between the workers' hosts on a firewalled cluster): torch's rank 0
+        serves its store on one, each TensorFlow worker's gRPC server listens on one. A taken port
+        is skipped; when every port of the range is taken on a host, the start fails with
+        ``PortRangeExhaustedError``. Give each worker host at least a few more ports than the
+        workers it runs. Default: any free port. gloo's own transport still binds ports the
+        system picks (see ``docs/cluster.md``).
 
     Examples
     --------
@@ -136,20 +151,39 @@ class WorkerConfig:
     shared_memory_exchange: bool = True
     gradient_chunk_rows: int = 1024
     standby_workers: bool = False
+    heartbeat_timeout_s: float = 30.0
+    rendezvous_ports: Optional[tuple[int, int]] = None
 
     def __post_init__(self) -> None:
         timeout = self.collective_timeout_s
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (timeout > 0 and math.isfinite(timeout)):
             raise InvalidArgumentError(f"WorkerConfig(collective_timeout_s={timeout!r}) must be a positive number of seconds")
+        beat = self.heartbeat_timeout_s
+        if isinstance(beat, bool) or not isinstance(beat, (int, float)) or not (beat >= _MIN_HEARTBEAT_TIMEOUT_S and math.isfinite(beat)):
+            raise InvalidArgumentError(f"WorkerConfig(heartbeat_timeout_s={beat!r}) must be a number of seconds of at least "
+                                       f"{_MIN_HEARTBEAT_TIMEOUT_S:g} (workers send a heartbeat every second)")
         if not isinstance(self.shared_memory_exchange, bool):
             raise InvalidArgumentError(f"WorkerConfig(shared_memory_exchange={self.shared_memory_exchange!r}) must be True or False")
         if not isinstance(self.standby_workers, bool):
             raise InvalidArgumentError(f"WorkerConfig(standby_workers={self.standby_workers!r}) must be True or False")
+        self._check_rendezvous_ports()
         rows = self.gradient_chunk_rows
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
             raise InvalidArgumentError(
                 f"WorkerConfig(gradient_chunk_rows={rows!r}) must be an int >= 0 (0 differentiates a worker's share at once)"
             )
+
+    def _check_rendezvous_ports(self) -> None:
+        ports = self.rendezvous_ports
+        if ports is None:
+            return
+        valid = (isinstance(ports, (tuple, list)) and len(ports) == 2
+                 and all(isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535 for port in ports)
+                 and ports[0] <= ports[1])
+        if not valid:
+            raise InvalidArgumentError(f"WorkerConfig(rendezvous_ports={ports!r}) must be (first, last): two port numbers "
+                                       "from 1 to 65535, first <= last, both ends included (or None: any free port)")
+        object.__setattr__(self, "rendezvous_ports", (ports[0], ports[1]))   # frozen; a list becomes a tuple
 
     @classmethod
     def resolve(cls, worker_config: Optional["WorkerConfig"], config: Optional[Mapping[str, Any]]) -> "WorkerConfig":

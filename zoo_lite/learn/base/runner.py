@@ -24,6 +24,7 @@ from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import callback_states
 from zoo_lite.learn.base.file_relay import RelayPlan, StagedFiles
 from zoo_lite.learn.base.host_exchange import HostSum, host_sum_if_one_host
+from zoo_lite.learn.base.ports import free_port
 
 if TYPE_CHECKING:
     from zoo_lite.learn.base.framework import Framework
@@ -88,9 +89,10 @@ class Runner(Protocol):
     """One training worker, whatever the framework. Results are equal on every worker where the
     method is a collective (``connect``, ``load_*``, ``train_epoch``, ``validate``).
 
-    Two hooks are optional: ``listen(host) -> port``, a rendezvous port the runner binds itself
-    before ``connect`` (without it the worker group picks a free port, which the framework binds
-    later); and a static ``warm_up()``, the imports a standby worker makes ahead of its use.
+    Two hooks are optional: ``listen(host) -> port``, the worker's rendezvous port, which the
+    runner binds itself before ``connect`` where its framework allows (without it the worker
+    group picks a free port, which the framework binds later); and a static ``warm_up()``, the
+    imports a standby worker makes ahead of its use.
     """
 
     def connect(self, addresses: list[tuple[str, int]]) -> None:
@@ -165,6 +167,11 @@ class RunnerBase:
         self.epoch = 0   # epochs trained, over every fit: seeds the shuffle and names checkpoints
         self.fit_callbacks: list[Any] = []   # the running fit's callbacks, as the user gave them
         self._published_at = 0.0
+
+    def listen(self, host: str) -> int:
+        """A port free on ``host`` now, in ``WorkerConfig(rendezvous_ports=...)`` if set, that the
+        framework binds in ``connect`` (a framework that can bind it at once overrides this)."""
+        return free_port(host, self.spec.worker_config.rendezvous_ports)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -323,7 +330,7 @@ class RunnerBase:
         now = time.monotonic()
         self.progress["fit_step"] = step
         self.progress.setdefault("first_step_at", time.time())
-        if self.info.progress_board is not None and now - self._published_at >= PUBLISH_INTERVAL_S:
+        if self.info.publishes_progress and now - self._published_at >= PUBLISH_INTERVAL_S:
             self._published_at = now
             loss, rows = running()
             self.progress.update(step=step, loss=loss, samples_per_s=rows * self.world_size / max(now - started, 1e-9))

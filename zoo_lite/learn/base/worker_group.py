@@ -7,6 +7,11 @@ time on the actor's main thread; rank 0 publishes progress to a small board acto
 driver reads while a call runs. The group lives across ``fit`` / ``evaluate`` / ``predict``
 until :meth:`WorkerGroup.shutdown`.
 
+Each worker also sends the board a heartbeat every second from a thread of its own. A worker
+whose heartbeats stop for ``heartbeat_timeout_s`` (its process stopped, or hung holding Python's
+GIL) is treated as lost, as a dead one is: its peers may wait in a collective for it, and Ray
+sees nothing wrong with a process that is alive but stopped.
+
 A group can keep a *standby* beside it (``WorkerConfig(standby_workers=True)``): one idle,
 started actor per worker on the same node, with the runner factory unpickled (so the framework
 imported) and no runner built. When the group is lost, the next group takes those processes over
@@ -25,13 +30,15 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import socket
+import os
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
+from zoo_lite.learn.base.ports import PORT_TAKEN_SIGNS, free_port
 from zoo_lite.user_code import user_code_by_value
 
 if TYPE_CHECKING:
@@ -42,8 +49,6 @@ T = TypeVar("T")
 __all__ = ["WorkerGroup", "WorkerInfo", "Standby", "Workers", "start_worker_group", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
 
 _logger = logging.getLogger("zoo_lite.learn")
-#: what a rendezvous says when the port its worker picked was taken in the meantime (gRPC, gloo, OS)
-_PORT_TAKEN = ("Could not start gRPC server", "Address already in use", "EADDRINUSE")
 
 _NAMESPACE = "zoo_lite"
 _POLL_INTERVAL_S = 0.5
@@ -52,22 +57,48 @@ _SHUTDOWN_TIMEOUT_S = 15.0
 _PEER_DEATH_GRACE_S = 3.0
 #: how long a new group waits for CPUs that were just released to show as free in Ray
 _FREE_CPU_WAIT_S = 10.0
+#: how often a worker sends its heartbeat, and how often the driver looks for silent workers
+_BEAT_INTERVAL_S = 1.0
+_SILENCE_CHECK_INTERVAL_S = 2.0
 #: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
 _ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
 
+@dataclass(frozen=True)
+class _Silence:
+    """A worker whose heartbeats stopped: where it runs, and for how long it has been silent."""
+
+    rank: int
+    pid: int
+    host: str
+    silent_s: float
+
+
 class _ProgressBoard:
-    """The latest progress snapshot a worker published (a small actor: the workers run their
-    calls on their main thread, one at a time, so they cannot also answer progress questions)."""
+    """The latest progress snapshot a worker published, and every worker's last heartbeat (a
+    small actor: the workers run their calls on their main thread, one at a time, so they cannot
+    also answer questions). Heartbeats are timed by the board's own clock, so the hosts' clocks
+    need not agree."""
 
     def __init__(self) -> None:
         self.latest: dict[str, Any] = {}
+        self.beats: dict[int, tuple[float, int, str]] = {}
 
     def publish(self, progress: dict[str, Any]) -> None:
         self.latest = progress
 
     def read(self) -> dict[str, Any]:
         return self.latest
+
+    def beat(self, rank: int, pid: int, host: str) -> None:
+        self.beats[rank] = (time.monotonic(), pid, host)
+
+    def silent(self, timeout_s: float) -> list[_Silence]:
+        """The workers that sent a heartbeat once and none for ``timeout_s`` since (a worker that
+        never sent one is still starting, which ``start_timeout_s`` bounds)."""
+        now = time.monotonic()
+        return [_Silence(rank, pid, host, now - last) for rank, (last, pid, host) in sorted(self.beats.items())
+                if now - last > timeout_s]
 
 
 @dataclass(frozen=True)
@@ -79,10 +110,32 @@ class WorkerInfo:
     num_threads: int
     progress_board: Any = None   # a _ProgressBoard actor, or None
 
+    @property
+    def publishes_progress(self) -> bool:
+        """Whether this worker's progress is shown on the driver (rank 0's)."""
+        return self.rank == 0 and self.progress_board is not None
+
     def publish_progress(self, progress: dict[str, Any]) -> None:
-        """Hand a progress snapshot to the driver's progress display, without waiting."""
-        if self.progress_board is not None:
+        """Hand a progress snapshot to the driver's progress display, without waiting (rank 0
+        only; the others' are dropped)."""
+        if self.publishes_progress:
             self.progress_board.publish.remote(progress)
+
+    def start_heartbeat(self) -> None:
+        """Send the board a heartbeat every second, from a daemon thread, for the life of this
+        process: it stops only when the process stops (or hangs holding the GIL)."""
+        if self.progress_board is None:
+            return
+        import ray
+
+        board, rank, pid, host = self.progress_board, self.rank, os.getpid(), ray.util.get_node_ip_address()
+
+        def beat_forever() -> None:
+            while True:
+                board.beat.remote(rank, pid, host)
+                time.sleep(_BEAT_INTERVAL_S)
+
+        threading.Thread(target=beat_forever, name=f"zoo_lite-heartbeat-{rank}", daemon=True).start()
 
 
 class _WorkerActor:
@@ -94,27 +147,25 @@ class _WorkerActor:
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: Optional[WorkerInfo]) -> None:
         self.runner_factory = runner_factory
-        self.runner = runner_factory(info) if info is not None else None
+        self.runner = None
         if info is None:   # a standby: unpickling the factory imported the framework; now the rest
             _warm_up(runner_factory)
+        else:
+            self.take_place(info)
 
     def take_place(self, info: WorkerInfo) -> None:
-        """A standby becomes the worker of ``info``."""
+        """Become the worker of ``info`` (a standby does so when a group takes it over)."""
         self.runner = self.runner_factory(info)
+        info.start_heartbeat()
 
     def address(self) -> tuple[str, int]:
-        """This worker's host address and its rendezvous port: one its runner binds itself
-        (``listen``), else a free one the framework binds later (so the group starts again if
-        another process took it in between, see :func:`start_worker_group`)."""
+        """This worker's host address and its rendezvous port, as its runner's ``listen`` gives
+        it (see :mod:`zoo_lite.learn.base.ports`); a runner without one gets a free port."""
         import ray
 
         host = ray.util.get_node_ip_address()
         listen = getattr(self.runner, "listen", None)
-        if listen is not None:
-            return host, listen(host)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            return host, probe.getsockname()[1]
+        return host, (listen(host) if listen is not None else free_port(host))
 
     def call(self, call: Callable[[Any], T]) -> T:
         return call(self.runner)
@@ -123,6 +174,33 @@ class _WorkerActor:
         """Let the runner release what it holds (a process group, files)."""
         if self.runner is not None:
             self.runner.close()
+
+
+def _sigkill_ray_worker(pid: int) -> bool:
+    """SIGKILL the Ray worker process ``pid`` of this host (runs as a task there); False where
+    ``pid`` is gone or is no Ray worker any more."""
+    import signal
+
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            if not comm.read().startswith("ray::"):
+                return False
+        os.kill(pid, signal.SIGKILL)   # a stopped process cannot answer Ray's own kill
+        return True
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _end_silent_processes(processes: list[tuple[str, int]]) -> None:
+    """End each silent worker (``(Ray node id, pid)``) with a zero-CPU task on its node, waiting
+    a few seconds at most: ``ray.kill`` cannot end a process that is stopped."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    kill = ray.remote(num_cpus=0, max_retries=0)(_sigkill_ray_worker)
+    ends = [kill.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(pid)
+            for node_id, pid in processes]
+    ray.wait(ends, num_returns=len(ends), timeout=_SHUTDOWN_TIMEOUT_S)
 
 
 def _warm_up(runner_factory: Callable[[WorkerInfo], Any]) -> None:
@@ -214,9 +292,9 @@ def _rank_places(nodes: list[_CpuNode], counts: list[int]) -> list[_Place]:
 
 
 def _worker_infos(places: list[_Place], progress_board: Any) -> list[WorkerInfo]:
-    """Each rank's info: its node's CPUs divided by the workers there as threads; rank 0
-    publishes progress."""
-    return [WorkerInfo(rank, len(places), max(1, int(node.cpus // count)), progress_board if rank == 0 else None)
+    """Each rank's info: its node's CPUs divided by the workers there as threads, and the board
+    (every rank sends it heartbeats; rank 0 publishes progress)."""
+    return [WorkerInfo(rank, len(places), max(1, int(node.cpus // count)), progress_board)
             for rank, (node, count) in enumerate(places)]
 
 
@@ -320,6 +398,9 @@ class WorkerGroup:
         Keep a standby beside the group (see the module docstring and :meth:`start_standby`).
     free_cpus : callable, optional
         Called before new actors are started, to make their CPUs free.
+    heartbeat_timeout_s : float, default 30
+        A worker that sends no heartbeat for this long is treated as lost (``WorkerError`` with
+        ``lost=True``), as if its process had died.
 
     Examples
     --------
@@ -338,8 +419,11 @@ class WorkerGroup:
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
                  start_timeout_s: float = 180.0, num_workers: Optional[int] = None, *, standby: Optional["Standby"] = None,
-                 keep_standby: bool = False, free_cpus: Callable[[], None] = lambda: None) -> None:
+                 keep_standby: bool = False, free_cpus: Callable[[], None] = lambda: None,
+                 heartbeat_timeout_s: float = 30.0) -> None:
         workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self._next_silence_check = 0.0
         from zoo_lite.context import ray_context_started_on_demand
 
         import ray
@@ -352,8 +436,9 @@ class WorkerGroup:
         #: how many Ray nodes the group was spread over (fewer than the context's after a lost node)
         self.nodes_used = len(nodes)
         places = _rank_places(nodes, workers_on_nodes(len(nodes), workers_per_node, num_workers))
-        #: the zoo_lite node name each rank runs on
+        #: the zoo_lite node name each rank runs on, and its Ray node id
         self.node_names = [node.name for node, _ in places]
+        self._node_ids = [node.node_id for node, _ in places]
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
         self._standby_plan = (places, runner_factory) if keep_standby else None
@@ -473,6 +558,7 @@ class WorkerGroup:
             if failures:
                 raise _root_failure(failures, pending, rank_of, what)
             self._raise_if_a_node_was_lost(what)
+            self._raise_if_a_worker_is_silent(what)
             if on_poll is not None:
                 on_poll()
             if pending and deadline is not None and time.monotonic() > deadline:
@@ -491,6 +577,29 @@ class WorkerGroup:
             raise WorkerError(ranks[0] if ranks else 0,
                               f"Ray node(s) lost during {what} ({causes}); workers {ranks} ran there; "
                               "their nodes are replaced on next use", lost=True)
+
+    def _raise_if_a_worker_is_silent(self, what: str) -> None:
+        """A worker that stopped sending heartbeats ends the call (every few seconds, a look at
+        the board): Ray sees nothing wrong with a stopped process, and its peers would wait for it
+        in a collective for ``collective_timeout_s``."""
+        import ray
+
+        if self.progress_board is None or time.monotonic() < self._next_silence_check:
+            return
+        self._next_silence_check = time.monotonic() + _SILENCE_CHECK_INTERVAL_S
+        try:
+            silent = ray.get(self.progress_board.silent.remote(self.heartbeat_timeout_s), timeout=5)
+        except Exception:  # noqa: BLE001 - a board that does not answer is a lost node, which the leases report
+            return
+        if silent:
+            _end_silent_processes([(self._node_ids[worker.rank], worker.pid) for worker in silent])
+            first = silent[0]
+            raise WorkerError(first.rank,
+                              f"its process (pid {first.pid} on {first.host}) sent no heartbeat for "
+                              f"{first.silent_s:.0f} s during {what} (WorkerConfig(heartbeat_timeout_s="
+                              f"{self.heartbeat_timeout_s:g})): its process is stopped, or hung holding Python's GIL; "
+                              f"workers {[worker.rank for worker in silent]} are treated as lost and a fresh worker "
+                              "group is started on next use", lost=True)
 
     def kill(self) -> None:
         """End every running actor at once (idempotent); a standby is left for the next group
@@ -598,7 +707,7 @@ def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_
     try:
         return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options)
     except WorkerError as error:
-        if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in _PORT_TAKEN):
+        if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in PORT_TAKEN_SIGNS):
             raise
         _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
                         error.message.splitlines()[0])

@@ -54,10 +54,12 @@ def _gloo_on_bind_address(store: "dist.Store", rank: int, world_size: int, timeo
     return dist.ProcessGroupGloo(store, rank, world_size, options)
 
 
-def rendezvous_store(host: str, port: int, world_size: int, timeout_s: float) -> "dist.TCPStore":
-    """The store of a process group's rendezvous: with ``port=0``, served by this process on
-    ``host`` at a port the system picks as it binds (so no other process can take it in between:
-    read it from ``.port``); else the store served at ``host:port``.
+def rendezvous_store(host: str, port: int, world_size: int, timeout_s: float,
+                     serve: Optional[bool] = None) -> "dist.TCPStore":
+    """The store of a process group's rendezvous: with ``serve=True``, served by this process on
+    ``host:port`` (with ``port=0``, a port the system picks as it binds, so no other process can
+    take it in between: read it from ``.port``); else the store served at ``host:port``.
+    ``serve`` defaults to ``port == 0``.
 
     Examples
     --------
@@ -66,7 +68,7 @@ def rendezvous_store(host: str, port: int, world_size: int, timeout_s: float) ->
     >>> reached.set("rank 1", "here"); served.get("rank 1")
     b'here'
     """
-    serves = port == 0
+    serves = port == 0 if serve is None else serve
     return dist.TCPStore(host, port, world_size, serves, timeout=timedelta(seconds=timeout_s), wait_for_workers=False)
 
 

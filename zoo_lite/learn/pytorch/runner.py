@@ -17,6 +17,7 @@ import torch.distributed as dist
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import CallbackList, restore_callback_states
 from zoo_lite.learn.base.framework import Framework
+from zoo_lite.learn.base.ports import bind_first_free
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, RunnerBase
 from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.pytorch.exchange import (FlatExchange, NoExchange, gradient_exchange, join_process_group, rendezvous_store,
@@ -119,11 +120,16 @@ class TorchRunner(RunnerBase):
     # -- group plumbing ---------------------------------------------------------------------------
 
     def listen(self, host: str) -> int:
-        """Rank 0 serves the rendezvous store on ``host``, at a port it binds itself; its port
-        (the other ranks: 0, they serve nothing)."""
+        """Rank 0 serves the rendezvous store on ``host``, at a port it binds itself (any, or one
+        of ``WorkerConfig(rendezvous_ports=...)``); its port (the other ranks: 0, they serve nothing)."""
         if self.rank != 0:
             return 0
-        self._store = rendezvous_store(host, 0, self.world_size, self.spec.worker_config.collective_timeout_s)
+        settings = self.spec.worker_config
+
+        def serve(port: int) -> "dist.TCPStore":
+            return rendezvous_store(host, port, self.world_size, settings.collective_timeout_s, serve=True)
+
+        self._store = bind_first_free(host, settings.rendezvous_ports, serve)
         return int(self._store.port)
 
     def connect(self, addresses: list[tuple[str, int]]) -> None:

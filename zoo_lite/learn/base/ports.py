@@ -1,0 +1,81 @@
+"""The training workers' rendezvous ports: any free one, or one of a range the user opened
+(``WorkerConfig(rendezvous_ports=(first, last))``, for firewalled clusters).
+
+A port is bound by the process that uses it where the framework allows (torch's rendezvous store
+is served by rank 0 itself). TensorFlow must be told every worker's port before it binds any, so
+each worker picks one that is free now and TensorFlow binds it a moment later; if another process
+takes it in between, the worker group is started once more (``start_worker_group``).
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from typing import Callable, Optional, TypeVar
+
+from zoo_lite.errors import PortRangeExhaustedError
+
+__all__ = ["PORT_TAKEN_SIGNS", "bind_first_free", "free_port", "is_port_taken"]
+
+T = TypeVar("T")
+
+#: what a bind says when its port is taken (the OS, gloo and torch's store, gRPC in TensorFlow)
+PORT_TAKEN_SIGNS = ("Address already in use", "address already in use", "EADDRINUSE", "Could not start gRPC server")
+
+
+def is_port_taken(error: BaseException) -> bool:
+    """Whether ``error`` says that the port it tried to bind was taken.
+
+    Examples
+    --------
+    >>> is_port_taken(OSError(98, "Address already in use")), is_port_taken(OSError(13, "Permission denied"))
+    (True, False)
+    """
+    return any(sign in str(error) for sign in PORT_TAKEN_SIGNS)
+
+
+def bind_first_free(host: str, ports: Optional[tuple[int, int]], bind: Callable[[int], T]) -> T:
+    """``bind(port)`` with the ports of the range ``ports`` (both ends included) in a random order
+    until one is not taken (so that workers starting at once rarely try the same ones); with
+    ``ports=None``, ``bind(0)``: the system picks one as it binds.
+
+    Examples
+    --------
+    >>> held = socket.create_server(("127.0.0.1", 0))
+    >>> taken = held.getsockname()[1]
+    >>> bind_first_free("127.0.0.1", (taken, taken), lambda port: socket.create_server(("127.0.0.1", port)))
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.PortRangeExhaustedError: no free port on 127.0.0.1 in WorkerConfig(rendezvous_ports=(...)): all 1 are taken; widen the range or end what holds them
+    >>> held.close()
+    """
+    if ports is None:
+        return bind(0)
+    first, last = ports
+    candidates = list(range(first, last + 1))
+    random.shuffle(candidates)
+    for port in candidates:
+        try:
+            return bind(port)
+        except Exception as error:  # noqa: BLE001 - frameworks raise their own types for a taken port
+            if not is_port_taken(error):
+                raise
+    raise PortRangeExhaustedError(f"no free port on {host} in WorkerConfig(rendezvous_ports=({first}, {last})): "
+                                  f"all {len(candidates)} are taken; widen the range or end what holds them")
+
+
+def free_port(host: str, ports: Optional[tuple[int, int]] = None) -> int:
+    """A port free on ``host`` now, from ``ports`` if given, for a framework that binds it itself
+    later (TensorFlow's gRPC server).
+
+    Examples
+    --------
+    >>> 20000 <= free_port("127.0.0.1", (20000, 20009)) <= 20009
+    True
+    """
+    def probe(port: int) -> int:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probing:
+            probing.bind((host, port))
+            return int(probing.getsockname()[1])
+
+    return bind_first_free(host, ports, probe)
