@@ -3,18 +3,23 @@ takes free ports all the time: run by ``test_rendezvous_ports.py`` inside a netw
 its own whose ephemeral port range is narrowed, so that a port picked and let go is soon taken.
 Prints one line per pair: ``ok <sum>`` or ``failed <error>``.
 
-Usage: ``python -m tests.learn.rendezvous_storm PAIRS``.
+With ``FIRST LAST``, rank 0 serves its store on a port of that range, as
+``WorkerConfig(rendezvous_ports=(FIRST, LAST))`` makes it, and the thief takes ports of the range
+too.
+
+Usage: ``python -m tests.learn.rendezvous_storm PAIRS [FIRST LAST]``.
 """
 
 from __future__ import annotations
 
 import collections
 import multiprocessing as mp
+import random
 import socket
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, Optional
 
 HOST = "127.0.0.1"
 TIMEOUT_S = 60.0
@@ -22,13 +27,16 @@ TIMEOUT_S = 60.0
 THIEF_PORTS, THIEF_HOLD_S = 40, 1.0
 
 
-def thief(stop: Any) -> None:
-    """Another process on the host: binds free ports (port 0) and holds each a while, all the time."""
+def thief(stop: Any, ports: Optional[tuple[int, int]]) -> None:
+    """Another process on the host: binds free ports (port 0, and every other time one of
+    ``ports`` if given) and holds each a while, all the time."""
     held: collections.deque = collections.deque()
+    turn = 0
     while not stop.is_set():
+        turn += 1
         try:
             grabbed = socket.socket()
-            grabbed.bind((HOST, 0))
+            grabbed.bind((HOST, random.randint(*ports) if ports and turn % 2 else 0))
             grabbed.listen()
             held.append(grabbed)
         except OSError:   # none free this moment
@@ -38,15 +46,18 @@ def thief(stop: Any) -> None:
         time.sleep(THIEF_HOLD_S / THIEF_PORTS)
 
 
-def rank0(results: Any, index: int, port_box: Any) -> None:
-    """Serve the store (bound here, port 0), publish its port, join, sum."""
+def rank0(results: Any, index: int, port_box: Any, ports: Optional[tuple[int, int]]) -> None:
+    """Serve the store (bound here: any port, or one of ``ports``), publish its port, join, sum."""
     try:
         import torch
         import torch.distributed as dist
 
+        from zoo_lite.learn.base.ports import bind_first_free
         from zoo_lite.learn.pytorch.exchange import join_process_group, rendezvous_store
 
-        store = rendezvous_store(HOST, 0, world_size=2, timeout_s=TIMEOUT_S)
+        store = bind_first_free(HOST, ports, lambda port: rendezvous_store(HOST, port, 2, TIMEOUT_S, serve=True))
+        if ports is not None and not ports[0] <= store.port <= ports[1]:
+            raise AssertionError(f"the store's port {store.port} is outside {ports}")
         port_box.put(int(store.port))
         join_process_group(store, 0, 2, TIMEOUT_S, HOST)
         total = torch.tensor([float(index)])
@@ -57,7 +68,7 @@ def rank0(results: Any, index: int, port_box: Any) -> None:
         results.put((index, "failed " + traceback.format_exc(limit=3).replace("\n", " | ")))
 
 
-def rank1(results: Any, index: int, port_box: Any) -> None:
+def rank1(results: Any, index: int, port_box: Any, ports: Optional[tuple[int, int]]) -> None:
     """Reach rank 0's store at the port it published, join, sum."""
     try:
         import torch
@@ -74,14 +85,14 @@ def rank1(results: Any, index: int, port_box: Any) -> None:
         results.put((index, "failed (rank 1) " + traceback.format_exc(limit=3).replace("\n", " | ")))
 
 
-def main(pairs: int) -> None:
+def main(pairs: int, ports: Optional[tuple[int, int]]) -> None:
     context = mp.get_context("spawn")   # as Ray starts its workers: a fresh interpreter each
     stop = context.Event()
-    stealing = context.Process(target=thief, args=(stop,))
+    stealing = context.Process(target=thief, args=(stop, ports))
     stealing.start()
     results = context.Queue()
     boxes = [context.Queue() for _ in range(pairs)]
-    processes = [context.Process(target=target, args=(results, index, boxes[index]))
+    processes = [context.Process(target=target, args=(results, index, boxes[index], ports))
                  for index in range(pairs) for target in (rank0, rank1)]
     for process in processes:
         process.start()
@@ -101,4 +112,4 @@ def main(pairs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else None)
