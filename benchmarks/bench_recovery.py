@@ -104,7 +104,7 @@ TARGET_EXECUTOR_S = 10.0   # an executor's death -> the first resumed step (the 
 TARGET_SILENT_S = 35.0     # a host going silent -> the first resumed step, with the default heartbeat_timeout_s (30 s)
 #: every case, in the order of a round (``--cases`` picks some)
 CASES = ("torch_plain", "torch", "torch_standby", "keras_plain", "keras", "keras_standby", "ray", "executor",
-         "executor_replicated", "silent", "silent_standby")
+         "executor_standby", "executor_replicated", "silent", "silent_standby")
 #: the cases in which something is killed
 _KILLED = tuple(case for case in CASES if not case.endswith("_plain"))
 #: the bars of a recovery on standby workers (``WorkerConfig(standby_workers=True)``): torch, Keras (s; or x Ray Train's)
@@ -732,6 +732,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ("keras_standby", lambda: zoo_keras_run(frame, args, folder(), kill=True, standby=True)),
                 ("ray", lambda: ray_train_run(dataset, args, folder(), storage)),
                 ("executor", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor")),
+                ("executor_standby", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor",
+                                                           standby=True)),
                 ("executor_replicated", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True,
                                                               kill_what="executor")),
                 ("silent", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True, kill_what="stall")),
@@ -784,6 +786,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         targets.append(("(3) Ray Train: epochs redone (median)", f"{redone['ray']:.2f}"
                         + (f"; an epoch trained twice in {twice} of {len(runs['ray'])} runs" if twice else ""), "info", True))
     for name, label, bar in (("executor", "(4) zoo_lite PyTorch, an executor JVM killed, the frame cached once", TARGET_EXECUTOR_S),
+                             ("executor_standby", "(4s) the same, standby workers", TARGET_EXECUTOR_S),
                              ("executor_replicated", "(5) the same, the frame persisted with 2 replicas", TARGET_EXECUTOR_S),
                              ("silent", "(6) an executor and its node stalled (SIGSTOP), heartbeat_timeout_s=30", TARGET_SILENT_S),
                              ("silent_standby", "(6s) the same, standby workers", TARGET_SILENT_S)):
@@ -843,6 +846,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                               ("keras_standby", "(2s) the same, standby workers"),
                               ("ray", "(3) Ray Train TorchTrainer, rank 1 killed"),
                               ("executor", "(4) zoo_lite PyTorch, rank 1's executor JVM killed"),
+                              ("executor_standby", "(4s) the same, standby workers"),
                               ("executor_replicated", "(5) the same, the frame persisted with 2 replicas"),
                               ("silent", "(6) rank 1's executor and its node stalled (SIGSTOP), replicated frame"),
                               ("silent_standby", "(6s) the same, standby workers"))

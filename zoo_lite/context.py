@@ -29,6 +29,7 @@ from zoo_lite.spark_settings import (
     spark_master_and_conf,
     tensorflow_log_level,
 )
+from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
     from pyspark import SparkConf, SparkContext
@@ -145,14 +146,15 @@ def _wait_for_executors(spark: "SparkSession", expected: int, timeout_s: float) 
     """Block until the executors zoo_lite itself launched have registered, so that the first job
     (and Ray on Spark's barrier job) sees all of them."""
     deadline = time.monotonic() + timeout_s
-    while registered_executors(spark) < expected:
-        if time.monotonic() > deadline:
-            spark.stop()
-            raise ClusterStartError(
-                f"only {registered_executors(spark)} of num_nodes={expected} executors registered within "
-                f"{timeout_s:.0f} s; check that this machine has the memory and cores requested"
-            )
-        time.sleep(0.1)
+    with announced_wait(f"{expected} Spark executor(s) to register", timeout_s):
+        while registered_executors(spark) < expected:
+            if time.monotonic() > deadline:
+                spark.stop()
+                raise ClusterStartError(
+                    f"only {registered_executors(spark)} of num_nodes={expected} executors registered within "
+                    f"{timeout_s:.0f} s; check that this machine has the memory and cores requested"
+                )
+            time.sleep(0.1)
 
 
 def _start_spark(settings: SparkSettings) -> _ActiveContext:

@@ -7,6 +7,7 @@ laptop runs the same code path as a real standalone cluster.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from zoo_lite.errors import ClusterStartError
+from zoo_lite.waiting import announced_wait
 
 __all__ = ["LoopbackStandaloneCluster", "spark_home"]
 
@@ -41,6 +43,21 @@ def spark_home() -> str:
 #: the master's log lines that say which ports it bound (it is started on port 0 for both)
 _MASTER_PORT_LINE = re.compile(r"Starting Spark master at spark://[^\s:]+:(\d+)")
 _WEBUI_PORT_LINE = re.compile(r"Bound MasterWebUI to \S+ and started at https?://[^\s:]+:(\d+)")
+
+
+def _end_daemons(daemons: list[_Daemon], timeout_s: float) -> None:
+    """Wait ``timeout_s`` in all for the (terminated) daemons to end; SIGKILL the rest and wait for
+    them 5 s more in all, without raising: the caller cleans up after them either way."""
+    deadline = time.monotonic() + timeout_s
+    for daemon in reversed(daemons):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            daemon.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    killed_deadline = time.monotonic() + 5.0
+    for daemon in daemons:
+        if daemon.process.poll() is None:
+            daemon.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                daemon.process.wait(timeout=max(0.0, killed_deadline - time.monotonic()))
 
 
 def master_ports(log_text: str) -> Optional[tuple[int, int]]:
@@ -129,31 +146,32 @@ class LoopbackStandaloneCluster:
         work_dir = Path(tempfile.mkdtemp(prefix="zoo_lite-standalone-"))
         cluster = cls("", "", work_dir)
         deadline = time.monotonic() + timeout_s
-        try:
-            # port 0: the master binds ports of its own, so parallel starts never race for one
-            master = cluster._launch(
-                "master", "org.apache.spark.deploy.master.Master", ["--host", _LOOPBACK, "--port", "0", "--webui-port", "0"],
-            )
-            cluster._wait_for(master, lambda: master_ports(_log_text(master.log_path)), deadline, "did not start")
-            master_port, webui_port = master_ports(_log_text(master.log_path)) or (0, 0)
-            cluster.master_url, cluster.webui_url = f"spark://{_LOOPBACK}:{master_port}", f"http://{_LOOPBACK}:{webui_port}"
-            cluster._wait_for(master, lambda: cluster._alive_workers() is not None, deadline, "did not serve its status page")
-            for index in range(num_workers):
-                worker_dir = work_dir / f"worker-{index}"
-                worker_dir.mkdir()
-                cluster._launch(
-                    f"worker-{index}",
-                    "org.apache.spark.deploy.worker.Worker",
-                    ["--host", _LOOPBACK, "--cores", str(cores), "--memory", f"{memory_mb}m",
-                     "--webui-port", "0", "--work-dir", str(worker_dir), cluster.master_url],
+        with announced_wait(f"the loopback Spark standalone master and its {num_workers} worker(s) to start", timeout_s):
+            try:
+                # port 0: the master binds ports of its own, so parallel starts never race for one
+                master = cluster._launch(
+                    "master", "org.apache.spark.deploy.master.Master", ["--host", _LOOPBACK, "--port", "0", "--webui-port", "0"],
                 )
-            cluster._wait_for(
-                master, lambda: (cluster._alive_workers() or 0) >= num_workers, deadline,
-                f"did not see {num_workers} worker(s) register within {timeout_s:.0f} s",
-            )
-        except BaseException:
-            cluster.stop()
-            raise
+                cluster._wait_for(master, lambda: master_ports(_log_text(master.log_path)), deadline, "did not start")
+                master_port, webui_port = master_ports(_log_text(master.log_path)) or (0, 0)
+                cluster.master_url, cluster.webui_url = f"spark://{_LOOPBACK}:{master_port}", f"http://{_LOOPBACK}:{webui_port}"
+                cluster._wait_for(master, lambda: cluster._alive_workers() is not None, deadline, "did not serve its status page")
+                for index in range(num_workers):
+                    worker_dir = work_dir / f"worker-{index}"
+                    worker_dir.mkdir()
+                    cluster._launch(
+                        f"worker-{index}",
+                        "org.apache.spark.deploy.worker.Worker",
+                        ["--host", _LOOPBACK, "--cores", str(cores), "--memory", f"{memory_mb}m",
+                         "--webui-port", "0", "--work-dir", str(worker_dir), cluster.master_url],
+                    )
+                cluster._wait_for(
+                    master, lambda: (cluster._alive_workers() or 0) >= num_workers, deadline,
+                    f"did not see {num_workers} worker(s) register within {timeout_s:.0f} s",
+                )
+            except BaseException:
+                cluster.stop()
+                raise
         return cluster
 
     def _launch(self, name: str, main_class: str, args: list[str]) -> _Daemon:
@@ -194,7 +212,9 @@ class LoopbackStandaloneCluster:
         return [daemon.process.pid for daemon in self.daemons]
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        """Stop workers, then the master, then anything they left (executors); remove the work dir."""
+        """Stop workers, then the master, then anything they left (executors); remove the work dir.
+        The daemons get ``timeout_s`` in all to end after SIGTERM; those still running then are
+        SIGKILLed and waited for 5 s more in all."""
         import psutil
 
         leftovers: list[psutil.Process] = []
@@ -205,12 +225,8 @@ class LoopbackStandaloneCluster:
                 pass
             if daemon.process.poll() is None:
                 daemon.process.terminate()
-        for daemon in reversed(self.daemons):
-            try:
-                daemon.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                daemon.process.kill()
-                daemon.process.wait(timeout=timeout_s)
+        with announced_wait(f"the loopback Spark standalone cluster's {len(self.daemons)} daemon(s) to stop", timeout_s + 5):
+            _end_daemons(self.daemons, timeout_s)
         _, alive = psutil.wait_procs(leftovers, timeout=5)
         for process in alive:
             process.kill()

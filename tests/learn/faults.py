@@ -103,3 +103,19 @@ class PortTakenRunner:
 
     def close(self) -> None:
         pass
+
+
+class SlowStartRunner:
+    """A runner that takes ``start_s`` seconds to build (a slow import, a large model)."""
+
+    def __init__(self, start_s: float, info: Any) -> None:
+        import time
+
+        time.sleep(start_s)
+        self.rank = info.rank
+
+    def connect(self, addresses: list[tuple[str, int]]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -25,6 +25,7 @@ from tests.learn.shards import shards_with_sizes
 from zoo_lite.errors import PortRangeExhaustedError, WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
 from zoo_lite.learn.tf2 import Estimator as KerasEstimator
+from zoo_lite import waiting
 from zoo_lite.learn import WorkerConfig
 from zoo_lite.learn.base.worker_group import start_worker_group, wait_for_free_cpus
 
@@ -447,3 +448,13 @@ def test_a_rendezvous_range_with_every_port_taken_fails_at_once_naming_it(ray_lo
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_slow_worker_start_says_what_it_waits_for(ray_local_cluster, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(waiting, "ANNOUNCE_AFTER_S", 0.5)
+    caplog.set_level(logging.INFO, logger="zoo_lite.waits")
+    group = start_worker_group(functools.partial(faults.SlowStartRunner, 2.0), start_timeout_s=60)
+    group.shutdown()
+    notices = [record.getMessage() for record in caplog.records if record.name == "zoo_lite.waits"]
+    assert any(notice.startswith("waiting for 2 worker(s) to finish 'start': ") and notice.endswith(" s so far, at most 60 s")
+               for notice in notices), notices

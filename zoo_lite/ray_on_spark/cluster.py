@@ -42,6 +42,7 @@ from zoo_lite.ray_on_spark.node_launch import (
     this_process,
 )
 from zoo_lite.spark_settings import RaySettings, drop_executors, memory_to_mb, registered_executor_hosts, registered_executors
+from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -466,7 +467,8 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, head_address: str, nu
     thread = threading.Thread(target=launch, name="zoo_lite-ray-start", daemon=True)
     thread.start()
     # node start-ups are bounded by the same timeout; the margin covers scheduling the tasks
-    thread.join(plan.start_timeout_s * 2 + 30)
+    with announced_wait(f"Ray to start on {num_tasks} executor(s) (the launch job)", plan.start_timeout_s * 2 + 30):
+        thread.join(plan.start_timeout_s * 2 + 30)
     if thread.is_alive():
         sc.cancelJobGroup(group)
         raise ClusterStartError(
@@ -536,8 +538,9 @@ def _executors_registered(spark: "SparkSession", timeout_s: float) -> int:
     come up; a master whose executors never come is a clear error."""
     wanted = executors_expected(dict(spark.sparkContext.getConf().getAll()))
     deadline = time.monotonic() + timeout_s
-    while registered_executors(spark) < wanted and time.monotonic() < deadline:
-        time.sleep(0.2)
+    with announced_wait(f"the {wanted} Spark executor(s) the conf asks for to register, before Ray starts on them", timeout_s):
+        while registered_executors(spark) < wanted and time.monotonic() < deadline:
+            time.sleep(0.2)
     executors = registered_executors(spark)
     if executors == 0:
         raise ClusterStartError(
@@ -545,6 +548,9 @@ def _executors_registered(spark: "SparkSession", timeout_s: float) -> int:
             f"executor within ray_start_timeout_s={timeout_s:.0f} s; check that the cluster has free cores and memory "
             "for the executors requested (spark-submit --num-executors/--executor-cores/--executor-memory)"
         )
+    if executors < wanted:
+        _logger.warning("only %d of the %d Spark executors the conf asks for registered within ray_start_timeout_s=%.0f s; "
+                        "Ray on Spark starts on those %d", executors, wanted, timeout_s, executors)
     return executors
 
 

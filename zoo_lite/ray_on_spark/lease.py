@@ -20,6 +20,7 @@ import time
 from typing import Optional
 
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S, STOP, STOPPED
+from zoo_lite.waiting import announced_wait
 
 __all__ = ["LeaseServer", "DEFAULT_SILENCE_TIMEOUT_S"]
 
@@ -236,7 +237,8 @@ def _stop(leases: dict[str, _Lease], timeout_s: float, silence_timeout_s: float)
             pass
     deadline = time.monotonic() + timeout_s
     silent = {name for name, lease in leases.items() if lease.lost_reason not in (None, _CLOSED)}
-    unconfirmed = [name for name, lease in leases.items() if name in silent or not _confirmed(lease.connection, deadline)]
+    with announced_wait(f"{len(leases) - len(silent)} Ray node(s) to confirm that they stopped", timeout_s):
+        unconfirmed = [name for name, lease in leases.items() if name in silent or not _confirmed(lease.connection, deadline)]
     for lease in leases.values():
         lease.connection.close()
     return unconfirmed

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 from zoo_lite.errors import ClusterStartError, RayNodeStartError
 from zoo_lite.ray_on_spark.watchdog import RAY_LOGS_MARKER, WatchdogSpec
 from zoo_lite.spark_settings import QUIET_TF_CPP_MIN_LOG_LEVEL
+from zoo_lite.waiting import announced_wait
 
 __all__ = ["NodePlan", "NodeInfo", "LaunchedNode", "ray_start_command", "executor_process", "this_process",
            "node_name_for", "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "launch_node", "start_node",
@@ -308,22 +309,23 @@ class LaunchedNode:
 
     def _wait_for(self, found: Callable[[], Optional[T]], what: str) -> T:
         """Poll ``found()`` until it returns a value; a watchdog that ended or the deadline is an error."""
-        while True:
-            value = found()
-            if value is not None:
-                return value
-            if self.watchdog.poll() is not None:
-                raise RayNodeStartError(f"Ray node {self.node_name} failed to start; last lines of `ray start`:\n"
-                                        f"{_log_tail(self.log_path)}")
-            if time.monotonic() > self.deadline:
-                self.watchdog.terminate()  # its clean-up ends whatever already started and keeps Ray's logs
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.watchdog.wait(_WATCHDOG_END_S)
-                raise ClusterStartError(
-                    f"Ray node {self.node_name} did not {what} within {self.timeout_s:.0f} s (ray_start_timeout_s); "
-                    f"last lines of `ray start`:\n{_log_tail(self.log_path)}"
-                )
-            time.sleep(_POLL_S)
+        with announced_wait(f"Ray node {self.node_name} to {what}", self.timeout_s):
+            while True:
+                value = found()
+                if value is not None:
+                    return value
+                if self.watchdog.poll() is not None:
+                    raise RayNodeStartError(f"Ray node {self.node_name} failed to start; last lines of `ray start`:\n"
+                                            f"{_log_tail(self.log_path)}")
+                if time.monotonic() > self.deadline:
+                    self.watchdog.terminate()  # its clean-up ends whatever already started and keeps Ray's logs
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.watchdog.wait(_WATCHDOG_END_S)
+                    raise ClusterStartError(
+                        f"Ray node {self.node_name} did not {what} within {self.timeout_s:.0f} s (ray_start_timeout_s); "
+                        f"last lines of `ray start`:\n{_log_tail(self.log_path)}"
+                    )
+                time.sleep(_POLL_S)
 
     def head_gcs_port(self) -> int:
         """The port the head's GCS bound (it starts with ``--port=0``), once it has published it:

@@ -6,19 +6,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Optional
 
+from zoo_lite.waiting import printing_logger
+
 __all__ = ["ProgressReporter", "format_stats", "learn_logger"]
 
 
 def learn_logger(level: int = logging.INFO) -> logging.Logger:
     """The ``zoo_lite.learn`` logger, printing to stderr unless the application configured logging."""
-    logger = logging.getLogger("zoo_lite.learn")
-    logger.setLevel(level)
-    if not logger.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s zoo_lite %(message)s", "%H:%M:%S"))
-        logger.addHandler(handler)
-        logger.propagate = False
-    return logger
+    return printing_logger("zoo_lite.learn", level)
 
 
 def format_stats(stats: dict[str, Any]) -> str:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.learn.base.ports import PORT_TAKEN_SIGNS, free_port
 from zoo_lite.user_code import user_code_by_value
+from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
     from zoo_lite.ray_on_spark.cluster import RayContext
@@ -238,11 +239,12 @@ def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -
 
     ray_context = ray_context_started_on_demand()
     deadline = time.monotonic() + timeout_s
-    while True:
-        short = _nodes_short_of_cpus(_cpu_nodes(ray_context))
-        if not short or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    with announced_wait("every CPU of the Ray-on-Spark nodes to be free for a new worker group", timeout_s):
+        while True:
+            short = _nodes_short_of_cpus(_cpu_nodes(ray_context))
+            if not short or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     if short:
         needed = sum(node.cpus for node, _ in short)
         free = sum(available for _, available in short)
@@ -541,6 +543,15 @@ class WorkerGroup:
 
     def _wait(self, futures: list[Any], what: str, timeout_s: Optional[float],
               on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
+        """Every future's value, in rank order; a bounded wait says what it waits for once it is long
+        (a training call, unbounded, shows its progress instead)."""
+        if timeout_s is None:
+            return self._wait_quietly(futures, what, timeout_s, on_poll)
+        with announced_wait(f"{len(futures)} worker(s) to finish {what!r}", timeout_s):
+            return self._wait_quietly(futures, what, timeout_s, on_poll)
+
+    def _wait_quietly(self, futures: list[Any], what: str, timeout_s: Optional[float],
+                      on_poll: Optional[Callable[[], None]]) -> list[Any]:
         import ray
 
         rank_of = {future: rank for rank, future in enumerate(futures)}
