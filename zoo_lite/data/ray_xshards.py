@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
@@ -43,6 +44,8 @@ __all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "Object
 
 _NAMESPACE = "zoo_lite"
 _GET_TIMEOUT_S = 600.0
+#: how long a read that saw a lost object checks its partitions, in all
+_LOST_CHECK_S = 30.0
 _PING_TIMEOUT_S = 10.0
 
 
@@ -492,12 +495,15 @@ class RayXShards:
             ) from error
 
     def _lost_partitions(self, positions: list[int]) -> list[int]:
+        """The partitions of ``positions`` that cannot be fetched, within ``_LOST_CHECK_S`` in all
+        (each later one gets 0.1 s once that is spent)."""
         import ray
 
+        deadline = time.monotonic() + _LOST_CHECK_S
         lost = []
         for position in positions:
             try:
-                ray.get(self._partitions[position].ref, timeout=30)
+                ray.get(self._partitions[position].ref, timeout=max(0.1, deadline - time.monotonic()))
             except Exception:  # noqa: BLE001 - any failure to fetch means the partition is gone
                 lost.append(self._partitions[position].index)
         return lost

@@ -229,9 +229,10 @@ def _stop(leases: dict[str, _Lease], timeout_s: float, silence_timeout_s: float)
     Silent leases are not waited for: a cut-off host could not confirm within any bound."""
     for lease in leases.values():   # before the stop: reading later could take a confirmation
         lease.check_silence(silence_timeout_s)
+    send_deadline = time.monotonic() + 1.0   # stalled peers' full windows must not block the stop
     for lease in leases.values():
         try:
-            lease.connection.settimeout(1.0)   # a stalled peer's full window must not block the stop
+            lease.connection.settimeout(max(0.01, send_deadline - time.monotonic()))
             lease.connection.sendall(STOP)
         except OSError:
             pass
