@@ -104,7 +104,7 @@ TARGET_EXECUTOR_S = 10.0   # an executor's death -> the first resumed step (the 
 TARGET_SILENT_S = 35.0     # a host going silent -> the first resumed step, with the default heartbeat_timeout_s (30 s)
 #: every case, in the order of a round (``--cases`` picks some)
 CASES = ("torch_plain", "torch", "torch_standby", "keras_plain", "keras", "keras_standby", "ray", "executor",
-         "executor_standby", "executor_replicated", "silent", "silent_standby")
+         "executor_standby", "executor_keras", "executor_replicated", "silent", "silent_standby")
 #: the cases in which something is killed
 _KILLED = tuple(case for case in CASES if not case.endswith("_plain"))
 #: the bars of a recovery on standby workers (``WorkerConfig(standby_workers=True)``): torch, Keras (s; or x Ray Train's)
@@ -245,10 +245,10 @@ class TorchProbe(Callback):
         self.steps_per_epoch = self.steps
 
 
-def keras_probe(folder: str, kill_epoch: Optional[int]) -> Any:
+def keras_probe(folder: str, kill_epoch: Optional[int], kill_what: str = "worker") -> Any:
     """The Keras counterpart of :class:`TorchProbe`, on rank 0 (where zoo_lite runs such
-    callbacks), which is therefore the worker killed. Built here so that this module needs no
-    Keras import."""
+    callbacks), which is therefore the worker killed (or, with ``kill_what="executor"``, its
+    executor). Built here so that this module needs no Keras import."""
     import keras
 
     class KerasProbe(keras.callbacks.Callback):
@@ -261,8 +261,8 @@ def keras_probe(folder: str, kill_epoch: Optional[int]) -> Any:
 
         def on_train_begin(self, logs: Any = None) -> None:
             self.now["resumed"] = os.path.exists(os.path.join(self.folder, DEATH))
-            if self.now["resumed"]:
-                stamp(os.path.join(self.folder, BEGUN))
+            if self.now["resumed"]:   # once: after a lost node, the group that grows back begins again
+                stamp_once(os.path.join(self.folder, BEGUN))
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.now.update(epoch=epoch, steps=0, began=time.perf_counter())
@@ -273,9 +273,9 @@ def keras_probe(folder: str, kill_epoch: Optional[int]) -> Any:
             if now["resumed"]:
                 if not now["stamped"]:
                     now["stamped"] = True
-                    stamp(os.path.join(self.folder, RESUMED), epoch=now["epoch"], step=batch)
+                    stamp_once(os.path.join(self.folder, RESUMED), epoch=now["epoch"], step=batch)
             elif should_die(self.folder, self.kill_epoch, now["epoch"], batch, now["steps_per_epoch"]):
-                die(self.folder, now["epoch"], batch, now["steps_per_epoch"])
+                die(self.folder, now["epoch"], batch, now["steps_per_epoch"], kill_what)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             self.now["steps_per_epoch"] = self.now["steps"]
@@ -482,15 +482,7 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
         run.problems.append(f"history: epochs {epochs}, rows {[h['num_samples'] for h in history]} (expected each of "
                             f"1..{args.epochs} once, {rows} rows each)")
     if kill and kill_what in ("executor", "stall"):
-        death, _ = recovery_figures(run, folder)
-        k = args.kill_epoch
-        check_lost_line(run, spans, f"lost in epoch {k}; resuming from epoch {k - 1} on 1 {'standby ' * standby}workers")
-        if kill_what == "stall":
-            check_lost_line(run, spans, "its host was silent for")
-        check_lost_line(run, spans, "Ray nodes were added back")
-        grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
-        if death is not None and grown is not None:
-            run.phases = {GROWN: grown - death["at"]}
+        check_node_loss(run, spans, folder, args.kill_epoch, standby, kill_what)
     elif kill:
         death, resumed = recovery_figures(run, folder)
         if death and resumed:
@@ -502,9 +494,24 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
     return run
 
 
+def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby: bool, kill_what: str) -> None:
+    """After a lost node (``kill_what`` "executor" or "stall"): the fit resumed on the node left,
+    then grew back; the time from the death to growing back is the run's phase."""
+    death, _ = recovery_figures(run, folder)
+    check_lost_line(run, spans,
+                    f"lost in epoch {kill_epoch}; resuming from epoch {kill_epoch - 1} on 1 {'standby ' * standby}workers")
+    if kill_what == "stall":
+        check_lost_line(run, spans, "its host was silent for")
+    check_lost_line(run, spans, "Ray nodes were added back")
+    grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
+    if death is not None and grown is not None:
+        run.phases = {GROWN: grown - death["at"]}
+
+
 # -- (2) zoo_lite Keras ----------------------------------------------------------------------------------------
 
-def zoo_keras_run(frame: Any, args: argparse.Namespace, folder: str, kill: bool, standby: bool = False) -> Run:
+def zoo_keras_run(frame: Any, args: argparse.Namespace, folder: str, kill: bool, standby: bool = False,
+                  kill_what: str = "worker") -> Run:
     import keras
 
     from zoo_lite.learn import WorkerConfig
@@ -517,14 +524,16 @@ def zoo_keras_run(frame: Any, args: argparse.Namespace, folder: str, kill: bool,
         with DriverSpans().attached(est) as spans:
             started = time.time()
             results = est.fit(frame, epochs=args.epochs, batch_size=args.batch, feature_cols=["features"], label_cols=["label"],
-                              verbose=0, callbacks=[keras_probe(folder, args.kill_epoch if kill else None), history])
+                              verbose=0, callbacks=[keras_probe(folder, args.kill_epoch if kill else None, kill_what), history])
             run = Run(time.time() - started, [float(line) for line in read_lines(folder, EPOCH_TIMES)])
     finally:
         est.shutdown()
     if history.epoch != list(range(args.epochs)) or len(results.get("loss", [])) != args.epochs:
         run.problems.append(f"history: epochs {history.epoch}, {len(results.get('loss', []))} losses "
                             f"(expected each of 0..{args.epochs - 1} once)")
-    if kill:
+    if kill and kill_what == "executor":
+        check_node_loss(run, spans, folder, args.kill_epoch, standby, kill_what)
+    elif kill:
         death, resumed = recovery_figures(run, folder)
         if death and resumed:
             zoo_phases(run, spans, folder, death, resumed)
@@ -719,7 +728,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log("warm-up fits")
         warm_up = argparse.Namespace(**{**vars(args), "epochs": 1})
         zoo_torch_run(frame, rows, warm_up, folder(), kill=False)
-        if {"keras", "keras_plain", "keras_standby"} & set(cases):
+        if {"keras", "keras_plain", "keras_standby", "executor_keras"} & set(cases):
             zoo_keras_run(frame, warm_up, folder(), kill=False)
         for round_index in range(repeat):
             log(f"round {round_index + 1}/{repeat}")
@@ -734,6 +743,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ("executor", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor")),
                 ("executor_standby", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor",
                                                            standby=True)),
+                ("executor_keras", lambda: zoo_keras_run(frame, args, folder(), kill=True, kill_what="executor")),
                 ("executor_replicated", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True,
                                                               kill_what="executor")),
                 ("silent", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True, kill_what="stall")),
@@ -787,6 +797,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         + (f"; an epoch trained twice in {twice} of {len(runs['ray'])} runs" if twice else ""), "info", True))
     for name, label, bar in (("executor", "(4) zoo_lite PyTorch, an executor JVM killed, the frame cached once", TARGET_EXECUTOR_S),
                              ("executor_standby", "(4s) the same, standby workers", TARGET_EXECUTOR_S),
+                             ("executor_keras", "(4k) zoo_lite Keras, rank 0's executor JVM killed, the frame cached once",
+                              TARGET_EXECUTOR_S),
                              ("executor_replicated", "(5) the same, the frame persisted with 2 replicas", TARGET_EXECUTOR_S),
                              ("silent", "(6) an executor and its node stalled (SIGSTOP), heartbeat_timeout_s=30", TARGET_SILENT_S),
                              ("silent_standby", "(6s) the same, standby workers", TARGET_SILENT_S)):
@@ -847,6 +859,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                               ("ray", "(3) Ray Train TorchTrainer, rank 1 killed"),
                               ("executor", "(4) zoo_lite PyTorch, rank 1's executor JVM killed"),
                               ("executor_standby", "(4s) the same, standby workers"),
+                              ("executor_keras", "(4k) zoo_lite Keras, rank 0's executor JVM killed"),
                               ("executor_replicated", "(5) the same, the frame persisted with 2 replicas"),
                               ("silent", "(6) rank 1's executor and its node stalled (SIGSTOP), replicated frame"),
                               ("silent_standby", "(6s) the same, standby workers"))
