@@ -45,7 +45,8 @@ def test_the_quickstart_job_trains_predicts_and_plots(tmp_path: Path, launch: st
     keras_accuracy = float(re.search(r"Keras test accuracy\s*:\s*([0-9.]+)", done.stdout).group(1))
     assert keras_accuracy >= 0.9, done.stdout
     assert "rows in Spark DataFrame: 178" in done.stdout
-    workers = re.findall(r"(\d+) worker\(s\)", done.stdout)
+    # the quickstart's own lines (zoo_lite's log lines, which spark-submit mixes in, may name workers too)
+    workers = re.findall(r"^  training rows .*, (\d+) worker\(s\)$", done.stdout, re.M)
     assert workers == (["2", "2"] if "local-cluster" in launch else ["1", "1"]), done.stdout
     plot = tmp_path / "digits_loss.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
