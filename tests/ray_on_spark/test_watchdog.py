@@ -217,6 +217,26 @@ def test_a_silent_host_is_lost_within_the_heartbeat_timeout_stays_lost_and_is_no
     os.unlink(spec.log_path)
 
 
+def test_a_stopped_executor_loses_its_node_within_the_heartbeat_timeout(owner) -> None:
+    lease = LeaseServer.start("127.0.0.1", silence_timeout_s=3)
+    watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)
+    tree = node_tree(watchdog)
+    assert _poll_until(lambda: lease.node_names() == ["test-node"], 10)
+    try:
+        owner.send_signal(signal.SIGSTOP)   # the executor stalls; the watchdog and its node run on
+        stopped = time.monotonic()
+        assert _poll_until(lambda: lease.lost_nodes() == ["test-node"], 10)
+        assert 2.5 <= time.monotonic() - stopped <= 6.0, time.monotonic() - stopped
+        reason = lease.lost_node_reasons()["test-node"]
+        assert "its executor JVM was stopped for" in reason and "heartbeat_timeout_s=3" in reason, reason
+        assert lease.silent_nodes() == ["test-node"]   # so its executor is dropped from Spark
+        assert not wait_until_gone(tree, 15), describe(tree)   # the driver closed the lease: the node ended
+    finally:
+        owner.send_signal(signal.SIGCONT)
+    assert lease.stop_all(timeout_s=30) == ["test-node"]
+    os.unlink(spec.log_path)
+
+
 def test_a_stop_with_a_stalled_host_returns_without_waiting_for_it(owner) -> None:
     lease = LeaseServer.start("127.0.0.1", silence_timeout_s=3)
     watchdog, spec = start_watchdog("127.0.0.1", lease.port, lease.secret, owner)

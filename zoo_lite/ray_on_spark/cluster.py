@@ -249,9 +249,9 @@ class RayContext:
         silent = [node for node in self.nodes if node["node_name"] in self._lease.silent_nodes()]
         if silent:
             dropped = drop_executors(spark, {node["executor_id"] for node in silent},
-                                     f"its host fell silent for heartbeat_timeout_s={self.settings.heartbeat_timeout_s:g} s")
-            _logger.warning("Spark executor(s) %s of the silent host(s) %s dropped: Spark recomputes what they held "
-                            "and starts as many new executors", dropped, sorted({node["host"] for node in silent}))
+                                     "; ".join(sorted({reasons[node["node_name"]] for node in silent})))
+            _logger.warning("Spark executor(s) %s of the silent or stopped host(s) %s dropped: Spark recomputes what "
+                            "they held and starts as many new executors", dropped, sorted({node["host"] for node in silent}))
         self.nodes = [node for node in self.nodes if node["node_name"] not in reasons]
         self._lease.stop_others(self._node_names(), _STOP_TIMEOUT_S)   # silent ones are not waited for
         _logger.warning("Ray node(s) lost (%s); %d node(s) left; replacements follow on executors without a node",

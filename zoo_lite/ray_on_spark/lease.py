@@ -4,7 +4,8 @@ The connection is the liveness signal of both sides. When the driver process die
 even SIGKILL, the kernel closes its sockets and each watchdog ends its node; when a node's
 processes or executor end, its watchdog's connection closes. A host that is cut off or stalled
 closes nothing, so every watchdog also sends a heartbeat byte each second, and a node the driver
-hears nothing from for the silence timeout counts as lost. A clean stop sends ``stop`` on every
+hears nothing from for the silence timeout counts as lost. So does a node whose watchdog reports
+its executor JVM stopped for as long: the node runs, but Spark can run nothing on that executor. A clean stop sends ``stop`` on every
 connection and waits for each watchdog's ``stopped``.
 """
 
@@ -19,7 +20,7 @@ import threading
 import time
 from typing import Optional
 
-from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S, STOP, STOPPED
+from zoo_lite.ray_on_spark.watchdog import EXECUTOR_STOPPED, HEARTBEAT_INTERVAL_S, STOP, STOPPED
 from zoo_lite.waiting import announced_wait
 
 __all__ = ["LeaseServer", "DEFAULT_SILENCE_TIMEOUT_S"]
@@ -36,21 +37,33 @@ class _Lease:
     def __init__(self, connection: socket.socket) -> None:
         self.connection = connection
         self.last_heard = time.monotonic()
+        #: since when the watchdog's beats say that its executor JVM is stopped (None: running)
+        self.executor_stopped_since: Optional[float] = None
         self.lost_reason: Optional[str] = None   # set once, when the lease is found lost
 
     def check_silence(self, silence_timeout_s: float) -> None:
-        """Count the lease as lost once its watchdog was silent too long, and close it: the
-        watchdog ends its node as soon as it can hear again, instead of rejoining.
+        """Count the lease as lost once its watchdog was silent too long, or reported its executor
+        JVM stopped for as long, and close it: the watchdog ends its node as soon as it can hear
+        again, instead of rejoining.
 
         What arrived meanwhile is read first: a driver whose threads could not run for a while
         (user code holding the GIL) finds the heartbeats waiting, and loses no node for it."""
         if self.lost_reason is None:
             _hear(self)
-        silent_s = time.monotonic() - self.last_heard
-        if self.lost_reason is None and silent_s > silence_timeout_s:
+        now = time.monotonic()
+        silent_s = now - self.last_heard
+        stopped_s = 0.0 if self.executor_stopped_since is None else now - self.executor_stopped_since
+        if self.lost_reason is not None:
+            return
+        if silent_s > silence_timeout_s:
             self.lost_reason = (f"its host was silent for {silent_s:.0f} s (heartbeat_timeout_s={silence_timeout_s:g}): "
                                 "cut off, stalled or overloaded")
-            self.connection.close()
+        elif stopped_s > silence_timeout_s:
+            self.lost_reason = (f"its executor JVM was stopped for {stopped_s:.0f} s (heartbeat_timeout_s={silence_timeout_s:g}): "
+                                "SIGSTOP, a debugger or a frozen container; Spark could run nothing on it")
+        else:
+            return
+        self.connection.close()
 
 
 class LeaseServer:
@@ -164,8 +177,9 @@ class LeaseServer:
             return {name: lease.lost_reason for name, lease in self._leases.items() if lease.lost_reason is not None}
 
     def silent_nodes(self) -> list[str]:
-        """Names of the lost nodes whose host fell silent (rather than closing its connection):
-        their executors may still look registered to Spark until its own timeouts run out."""
+        """Names of the lost nodes whose host fell silent or whose executor JVM stopped (rather
+        than closing the connection): their executors may still look registered to Spark until
+        its own timeouts run out."""
         return sorted(name for name, reason in self.lost_node_reasons().items() if reason != _CLOSED)
 
     def _take(self, names: set[str]) -> dict[str, _Lease]:
@@ -220,6 +234,10 @@ def _hear(lease: _Lease) -> None:
         chunk = b""
     if chunk:
         lease.last_heard = time.monotonic()
+        if not chunk.endswith(EXECUTOR_STOPPED):
+            lease.executor_stopped_since = None
+        elif lease.executor_stopped_since is None:
+            lease.executor_stopped_since = lease.last_heard
     else:
         lease.lost_reason = _CLOSED
 

@@ -7,7 +7,9 @@ by the barrier task that launches the node. It then:
 2. starts ``ray start --block`` as its child, and becomes a child subreaper so that every Ray
    process the node spawns stays its descendant even when its parent exits;
 3. sends the driver a heartbeat byte every second, by which the driver tells a host that is cut
-   off or stalled (it closes nothing) from a live one;
+   off or stalled (it closes nothing) from a live one; while the executor JVM is stopped (SIGSTOP,
+   a frozen container) the byte says so, and the driver gives the node and its executor up after
+   the same timeout: Spark could run nothing there, and its own timeout is minutes;
 4. ends the whole process tree when any of these happens: the driver asks it to stop, the
    driver's connection drops or is refused (the driver died, or gave this node up as silent and
    closed it), the executor JVM it belongs to exits, or ``ray start`` exits on its own.
@@ -36,13 +38,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Optional
 
-__all__ = ["WatchdogSpec", "STOP", "STOPPED", "HEARTBEAT", "HEARTBEAT_INTERVAL_S", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
+__all__ = ["WatchdogSpec", "STOP", "STOPPED", "HEARTBEAT", "EXECUTOR_STOPPED", "HEARTBEAT_INTERVAL_S", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
 
 STOP = b"stop\n"
 STOPPED = b"stopped\n"
 #: the byte a watchdog sends the driver every :data:`HEARTBEAT_INTERVAL_S`; a node that sends
 #: nothing for the driver's ``heartbeat_timeout_s`` counts as lost (a cut link sends no close)
 HEARTBEAT = b"."
+#: sent instead of :data:`HEARTBEAT` while the executor JVM is stopped: the watchdog lives, the
+#: executor does not run, and the driver counts that as silence (of the executor alone)
+EXECUTOR_STOPPED = b"s"
 HEARTBEAT_INTERVAL_S = 1.0
 #: the line after which a failed node's log holds the tails of Ray's own process logs
 RAY_LOGS_MARKER = "zoo_lite watchdog: the last lines of the node's Ray process logs"
@@ -106,6 +111,16 @@ def _process_alive(pid: int, create_time: float) -> bool:
         return False
 
 
+def _process_stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP, a debugger, a frozen container): alive, running nothing."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
+
+
 def _connect(spec: WatchdogSpec) -> socket.socket:
     lease = socket.create_connection((spec.lease_host, spec.lease_port), timeout=spec.connect_timeout_s)
     # a cut link closes nothing: the kernel gives the connection up once the heartbeats sent
@@ -137,8 +152,9 @@ def _wait_for_reason(ray: subprocess.Popen, lease: socket.socket, spec: Watchdog
             received = (received + chunk)[-len(STOP):]   # a STOP split over two reads
         if now - last_sent >= HEARTBEAT_INTERVAL_S:
             last_sent = now
+            beat = EXECUTOR_STOPPED if _process_stopped(spec.executor_pid) else HEARTBEAT
             try:
-                lease.send(HEARTBEAT, socket.MSG_DONTWAIT)
+                lease.send(beat, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 pass   # the driver has not read for a long while; the connection decides
             except OSError:
