@@ -23,6 +23,7 @@ __all__ = [
     "ContextStoppedError",
     "ClusterStartError",
     "RayNodeStartError",
+    "NoRayNodeError",
     "InvalidArgumentError",
     "ColumnNotFoundError",
     "ShardMismatchError",
@@ -59,6 +60,10 @@ class ClusterStartError(ContextError):
 class RayNodeStartError(ClusterStartError):
     """``ray start`` gave up on a node by itself (its raylet or GCS did not come up in Ray's own
     time); zoo_lite starts Ray once more before it raises this."""
+
+
+class NoRayNodeError(ContextError):
+    """A Spark task that moves data into Ray ran on an executor whose host has no Ray node."""
 
 
 class InvalidArgumentError(ZooLiteError, ValueError):

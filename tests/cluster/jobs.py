@@ -341,6 +341,62 @@ def ray_nodes_once_back_to(count: int, timeout_s: float) -> list[tuple[str, str]
     return _ray_nodes()
 
 
+def to_ray_while_an_executor_joins(started: str, joined: str, timeout_s: float) -> dict[str, Any]:
+    """Put XShards of two partitions into Ray once host2's executor is lost (the test killed it and
+    holds its Spark worker back, so no executor comes back before the job). The first partition's
+    task, on host1's one core, writes ``started`` and holds while the job's stage is active (up to
+    120 s), so the other task can only go to the executor Spark registers on host2 again
+    (``joined``), a host with no Ray node: there it fails each attempt, and Spark gives the job up.
+    The values read back from Ray, and the hosts of the Ray nodes and of Spark's executors."""
+    import threading
+
+    from zoo_lite import OrcaContext
+    from zoo_lite.context import ray_context_started_on_demand
+    from zoo_lite.data import XShards
+    from zoo_lite.spark_settings import registered_executor_hosts
+
+    spark = OrcaContext.get_spark_session()
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while (len(registered_executor_hosts(spark)) != 1 or len(ray_context_started_on_demand().nodes) != 1) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    hosts_before = registered_executor_hosts(spark)
+    stage_ended = joined + ".stage-ended"
+
+    def note_the_new_executor_and_the_stage_end() -> None:
+        while len(registered_executor_hosts(spark)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        open(joined, "w").close()
+        while not tracker.getActiveStageIds() and time.monotonic() < deadline:   # the first task started it
+            time.sleep(0.1)
+        while tracker.getActiveStageIds() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        open(stage_ended, "w").close()
+
+    def hold(shard: np.ndarray) -> np.ndarray:
+        if not os.path.exists(started):
+            open(started, "w").close()
+            stop_at = time.monotonic() + 120
+            while not os.path.exists(stage_ended) and time.monotonic() < stop_at:
+                time.sleep(0.1)
+        return shard
+
+    watcher = threading.Thread(target=note_the_new_executor_and_the_stage_end, daemon=True)
+    watcher.start()
+    eager, OrcaContext._eager_mode = OrcaContext._eager_mode, False   # computed by to_ray's own job, not cached before
+    try:
+        in_ray = XShards.partition(np.arange(20), num_shards=2).transform_shard(hold).to_ray()
+    finally:
+        OrcaContext._eager_mode = eager
+    values = np.concatenate(in_ray.collect()).tolist()
+    in_ray.release()
+    watcher.join(timeout=5)
+    os.unlink(stage_ended)
+    return {"values": values, "ray_hosts": sorted(node["hostname"] for node in OrcaContext.get_ray_context().nodes),
+            "spark_hosts_before": hosts_before, "spark_hosts_after": registered_executor_hosts(spark)}
+
+
 def digits_keras_mlp(config: dict) -> "Any":
     import keras
 

@@ -1,7 +1,8 @@
 """A worker host's processes die mid-fit: only that host's Ray node is replaced (the head, with
 the driver, and the other host's node live on), the fit resumes from its last epoch on the host
 left, grows back once Spark gives the host a new executor, and ends with the uninterrupted run's
-weights, no epoch twice."""
+weights, no epoch twice. A host cut off, and an executor that comes back on a host with no Ray
+node while data moves into Ray, are survived as well."""
 
 from __future__ import annotations
 
@@ -118,3 +119,29 @@ def test_a_fit_survives_a_worker_host_cut_off_and_the_host_rejoins_once_its_link
     back = cluster_driver.call(jobs.ray_nodes_once_back_to, 2, 240, timeout_s=300)
     assert [host for host, _ in back] == ["host1", "host2"], back
     assert not set(back) & {node for node in got["nodes_before"] if node[0] == "host2"}, "host2's old node came back"
+
+
+def test_an_executor_that_joins_on_a_host_without_a_node_while_data_moves_into_ray_gets_one_and_no_data_is_lost(
+        cluster_driver, simulated_cluster) -> None:
+    """The race of a lost host: Spark gives host2 an executor again after zoo_lite looked for
+    hosts without a Ray node, and the job that moves data into Ray sends a task there, which fails
+    every attempt. Without the retry, to_ray (and the reload of a resumed fit) raised NoRayNodeError."""
+    started, joined = simulated_cluster.shared / "to-ray-started", simulated_cluster.shared / "host2-executor-joined"
+    for marker in (started, joined):
+        marker.unlink(missing_ok=True)
+    [worker_daemon] = [daemon.pid for daemon in simulated_cluster.daemons if daemon.host == "host2" and daemon.role == "worker"]
+    os.kill(worker_daemon, signal.SIGSTOP)   # it cannot start host2's new executor before the job runs
+    try:
+        victims = kill_every_process_of(simulated_cluster, "host2")
+        assert any("CoarseGrainedExecutorBackend" in line for line in victims), victims
+        pending = cluster_driver.submit(jobs.to_ray_while_an_executor_joins, str(started), str(joined), 180)
+        assert wait_for(started, 120), f"the job did not start\n{cluster_driver.log_tail()}"
+    finally:
+        os.kill(worker_daemon, signal.SIGCONT)
+    got = pending.result(timeout_s=300)
+    remove_orphaned_pyspark_sockets(simulated_cluster, "host2")
+    assert len(got["spark_hosts_before"]) == 1, got
+    assert joined.exists(), "Spark never gave host2 an executor again"
+    assert got["values"] == list(range(20)), "partitions were lost or put twice"
+    assert len(got["ray_hosts"]) == 2 and "host2" in got["ray_hosts"], got
+    assert "a Spark executor joined on a host without a Ray node while data moved into Ray" in cluster_driver.log_tail(400)

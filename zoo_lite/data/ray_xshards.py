@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from zoo_lite.data import partition_ops
 from zoo_lite.data.spark_jobs import run_job
-from zoo_lite.errors import InvalidArgumentError, ZooLiteError, raising_transportably
+from zoo_lite.errors import InvalidArgumentError, NoRayNodeError, ZooLiteError, raising_transportably
 from zoo_lite.user_code import user_code_by_value
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]], lo
     hostname, (executor_pid, _) = socket.gethostname(), executor_process()
     node = node_serving(nodes, hostname, executor_pid)
     if node is None:
-        raise ZooLiteError(
+        raise NoRayNodeError(
             f"the Spark executor on {hostname} has no Ray node; to_ray() needs a Ray node on every executor "
             "host: start Ray with num_ray_nodes equal to the number of executors"
         )
@@ -253,13 +253,34 @@ def _connection(ray_context: "RayContext") -> tuple[str, str, list[dict[str, Any
 def spark_to_ray(rdd: "RDD", spark_collection: "CollectionFactory") -> "RayXShards":
     """Put every partition of ``rdd`` (a SparkXShards' RDD) into Ray from the executors (see the
     module docstring); ``spark_collection`` is what the result's :meth:`RayXShards.to_spark_xshards`
-    builds its SparkXShards with."""
-    import ray
+    builds its SparkXShards with.
 
+    An executor that Spark registers on a host with no Ray node while the job runs (one given
+    back after a loss, after the check for such hosts) fails its tasks with
+    :class:`~zoo_lite.errors.NoRayNodeError`; the job then runs once more after a node was started
+    there. Without a node to start (``num_ray_nodes`` below the executors) the error is raised."""
     from zoo_lite.context import ray_context_started_on_demand
-    from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
     ray_context = ray_context_started_on_demand()
+    nodes_before = {node["node_name"] for node in ray_context.nodes}
+    try:
+        return _put_into_ray(rdd, ray_context, spark_collection)
+    except NoRayNodeError as error:
+        ray_context = ray_context_started_on_demand()   # starts nodes where an executor's host has none
+        if {node["node_name"] for node in ray_context.nodes} <= nodes_before:
+            raise
+        logging.getLogger(__name__).warning(
+            "a Spark executor joined on a host without a Ray node while data moved into Ray (%s); a node was started "
+            "there and the partitions are put into Ray again", error)
+        return _put_into_ray(rdd, ray_context, spark_collection)
+
+
+def _put_into_ray(rdd: "RDD", ray_context: "RayContext", spark_collection: "CollectionFactory") -> "RayXShards":
+    """One job that puts every partition of ``rdd`` into Ray, on ``ray_context``'s nodes."""
+    import ray
+
+    from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
+
     alive_nodes = alive_ray_nodes()
     named_owners = _owners_on(ray_context, alive_nodes)
     store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in alive_nodes}
