@@ -405,7 +405,8 @@ def zoo_phases(run: Run, spans: DriverSpans, folder: str, death: dict[str, Any],
     marks = [("death", death["at"]), ("the driver sees the loss", detected), ("old group killed", steps["drop group"].end),
              (FREED, freed.end if freed is not None else steps["drop group"].end), (STARTED, steps["wait start"].end),
              (CONNECTED, steps["WorkerGroup"].end), (STATE, steps["call set_state"].end), (SPARK, steps["rows_in_ray"].end),
-             (TAKEN, max(span.end for span in spans.all("load", detected))), ("fit begun on the new group", begun["at"]),
+             (TAKEN, max(span.end for span in spans.all("load", detected) if span.end <= begun["at"])),
+             ("fit begun on the new group", begun["at"]),
              ("first step done", resumed["at"])]
     run.phases = {name: at - marks[i][1] for i, (name, at) in enumerate(marks[1:])}
 
@@ -496,8 +497,11 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
 
 def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby: bool, kill_what: str) -> None:
     """After a lost node (``kill_what`` "executor" or "stall"): the fit resumed on the node left,
-    then grew back; the time from the death to growing back is the run's phase."""
-    death, _ = recovery_figures(run, folder)
+    then grew back. The run's phases: the recovery's steps (:func:`zoo_phases`), and the time
+    from the death to growing back."""
+    death, resumed = recovery_figures(run, folder)
+    if death is not None and resumed is not None:
+        zoo_phases(run, spans, folder, death, resumed)
     check_lost_line(run, spans,
                     f"lost in epoch {kill_epoch}; resuming from epoch {kill_epoch - 1} on 1 {'standby ' * standby}workers")
     if kill_what == "stall":
@@ -505,7 +509,7 @@ def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby:
     check_lost_line(run, spans, "Ray nodes were added back")
     grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
     if death is not None and grown is not None:
-        run.phases = {GROWN: grown - death["at"]}
+        run.phases[GROWN] = grown - death["at"]
 
 
 # -- (2) zoo_lite Keras ----------------------------------------------------------------------------------------
@@ -812,8 +816,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         targets.append((f"{label.split(',')[0]}: {GROWN}, s (median)", f"{grown.median:.2f}" if grown.seconds else "-",
                         "info", True))
 
-    phase_names = {name: next((list(r.phases) for r in runs[name] if r.phases), [])
-                   for name in ("torch", "torch_standby", "keras", "keras_standby", "ray")}
+    phase_names = {name: [phase for phase in next((list(r.phases) for r in runs[name] if r.phases), []) if phase != GROWN]
+                   for name in ("torch", "torch_standby", "keras", "keras_standby", "ray", "executor", "executor_standby",
+                                "executor_keras", "executor_replicated", "silent", "silent_standby")}
 
     def phase_cell(name: str, phase: str) -> str:
         return Timing([r.phases[phase] for r in runs.get(name, []) if phase in r.phases]).spread_cell(2)
@@ -872,6 +877,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "| step (each from the end of the previous) | s | the same step at the start of the uninterrupted fit, s |",
                       "|---|---:|---:|", *[f"| {phase} | {phase_cell(name, phase)} | {phase_cell(plain_of(name), phase)} |"
                                           for phase in phase_names[name]]]
+    # a lost executor's recovery beside the same with a replicated frame: the steps differ only where
+    # Spark recomputes the partitions the executor cached
+    if phase_names["executor"] and phase_names["executor_replicated"]:
+        lines += ["", "### Where a lost executor's recovery time goes: (4) the frame cached once, beside (5) replicated", "",
+                  "| step (each from the end of the previous) | (4) s | (5) s |", "|---|---:|---:|",
+                  *[f"| {phase} | {phase_cell('executor', phase)} | {phase_cell('executor_replicated', phase)} |"
+                    for phase in phase_names["executor"]]]
     lines += ["", "### The floor under a group start: 2 bare Ray actors of 1 CPU on the same cluster", "",
               "| step | s |", "|---|---:|",
               f"| asked for -> both running `__init__` (a new worker process each) | {bare['up'].spread_cell(2)} |",

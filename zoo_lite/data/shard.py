@@ -669,7 +669,7 @@ class SparkXShards(XShards):
         ObjectStoreFullError
             A partition does not fit into its node's object store: raise ``object_store_memory``
             in :func:`~zoo_lite.init_orca_context`, or :meth:`repartition` into more partitions.
-        ZooLiteError
+        NoRayNodeError
             An executor has no Ray node (fewer ``num_ray_nodes`` than executors).
         ContextStoppedError
             The context of this collection has been stopped.
