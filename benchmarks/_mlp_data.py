@@ -14,9 +14,10 @@ FEATURES, CLASSES = 64, 10
 KERAS_LEARNING_RATE = 0.05
 
 
-def make_dataframe(spark: Any, rows: int) -> Any:
-    """A cached frame of ``features: array<float>`` and ``label: int`` in 4 partitions; the label
-    is a fixed linear teacher's argmax, so the task is learnable."""
+def make_dataframe(spark: Any, rows: int, cached: bool = True) -> Any:
+    """A frame of ``features: array<float>`` and ``label: int`` in 4 partitions, cached and
+    computed unless not ``cached``; the label is a fixed linear teacher's argmax, so the task is
+    learnable."""
     from pyspark.sql import functions as F
 
     teacher = np.random.default_rng(7).normal(size=(CLASSES, FEATURES))
@@ -25,8 +26,10 @@ def make_dataframe(spark: Any, rows: int) -> Any:
     scores = [sum(F.col("features")[j] * float(teacher[c, j]) for j in range(FEATURES)) for c in range(CLASSES)]
     best = F.greatest(*scores)
     label = F.coalesce(*[F.when(scores[c] == best, F.lit(c)) for c in range(CLASSES)]).cast("int")
-    frame = frame.select("features", label.alias("label")).cache()
-    frame.count()
+    frame = frame.select("features", label.alias("label"))
+    if cached:
+        frame = frame.cache()
+        frame.count()
     return frame
 
 

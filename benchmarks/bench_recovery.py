@@ -711,19 +711,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         replicas: list[Any] = []
 
-        def replicated_frame() -> Any:
-            """The frame again, persisted anew with 2 replicas (``MEMORY_AND_DISK_2``) for each run:
-            an executor's death loses no partition, so nothing is recomputed when the fit reloads
-            its data. Anew, because Spark does not replicate again what lost a replica in an earlier
-            run (``spark.storage.replication.proactive`` is off), so a later run would recompute it."""
+        def persisted_frame(replicated: bool) -> Any:
+            """The frame again, persisted anew for each run, so that each executor holds the
+            partitions it computed: cached once (``MEMORY_AND_DISK``, built from the source), an
+            executor's death loses about half of them, and the reload recomputes those from the
+            source; with 2 replicas
+            (``MEMORY_AND_DISK_2``) it loses none. Anew, because the frame cached once ends up on
+            the executor that survived an earlier run, and Spark does not replicate again what lost
+            a replica (``spark.storage.replication.proactive`` is off)."""
             from pyspark import StorageLevel
             from pyspark.sql import functions as F
 
             while replicas:
                 replicas.pop().unpersist(blocking=True)
-            # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache for the same one
-            copy = frame.select("features", (F.col("label") + 0).alias("label"))
-            replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2))
+            if replicated:   # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache
+                copy = frame.select("features", (F.col("label") + 0).alias("label"))
+            else:   # from the source: a lost partition is computed again from it, not from the frame's cache
+                copy = make_dataframe(spark, rows, cached=False)
+            replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2 if replicated else StorageLevel.MEMORY_AND_DISK))
             replicas[0].count()
             return replicas[0]
 
@@ -744,15 +749,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 ("keras", lambda: zoo_keras_run(frame, args, folder(), kill=True)),
                 ("keras_standby", lambda: zoo_keras_run(frame, args, folder(), kill=True, standby=True)),
                 ("ray", lambda: ray_train_run(dataset, args, folder(), storage)),
-                ("executor", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor")),
-                ("executor_standby", lambda: zoo_torch_run(frame, rows, args, folder(), kill=True, kill_what="executor",
-                                                           standby=True)),
-                ("executor_keras", lambda: zoo_keras_run(frame, args, folder(), kill=True, kill_what="executor")),
-                ("executor_replicated", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True,
+                ("executor", lambda: zoo_torch_run(persisted_frame(False), rows, args, folder(), kill=True,
+                                                   kill_what="executor")),
+                ("executor_standby", lambda: zoo_torch_run(persisted_frame(False), rows, args, folder(), kill=True,
+                                                           kill_what="executor", standby=True)),
+                ("executor_keras", lambda: zoo_keras_run(persisted_frame(False), args, folder(), kill=True, kill_what="executor")),
+                ("executor_replicated", lambda: zoo_torch_run(persisted_frame(True), rows, args, folder(), kill=True,
                                                               kill_what="executor")),
-                ("silent", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True, kill_what="stall")),
-                ("silent_standby", lambda: zoo_torch_run(replicated_frame(), rows, args, folder(), kill=True, kill_what="stall",
-                                                         standby=True)),
+                ("silent", lambda: zoo_torch_run(persisted_frame(True), rows, args, folder(), kill=True, kill_what="stall")),
+                ("silent_standby", lambda: zoo_torch_run(persisted_frame(True), rows, args, folder(), kill=True,
+                                                         kill_what="stall", standby=True)),
             ]
             for name, step in [(name, step) for name, step in steps if name in cases]:
                 if name == "ray":   # the CPUs are free between the zoo_lite cases and Ray Train

@@ -288,6 +288,17 @@ def _cpu_holders(node_ids: set[str]) -> str:
 _Place = tuple[_CpuNode, int]
 
 
+def _start_board(node_id: str) -> Any:
+    """The group's progress and heartbeat board, on rank 0's node: a zero-CPU actor placed freely
+    could land on a node just lost that Ray has not marked dead yet, and every worker's first
+    heartbeat would wait for Ray to place it again (about 10 s measured after a lost executor)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return ray.remote(num_cpus=0)(_ProgressBoard).options(
+        namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
+
+
 def _rank_places(nodes: list[_CpuNode], counts: list[int]) -> list[_Place]:
     """Each rank's place, ranks in node order: ``counts[i]`` workers on node ``i``."""
     return [(node, count) for node, count in zip(nodes, counts) for _ in range(count)]
@@ -444,7 +455,7 @@ class WorkerGroup:
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
         self._standby_plan = (places, runner_factory) if keep_standby else None
-        self.progress_board = ray.remote(num_cpus=0)(_ProgressBoard).options(namespace=_NAMESPACE).remote()
+        self.progress_board = _start_board(places[0][0].node_id)
         infos = _worker_infos(places, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
         if standby is not None:
