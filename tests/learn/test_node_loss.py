@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import psutil
@@ -112,6 +112,7 @@ def run_in_a_fresh_process(test_id: str) -> None:
     import subprocess
     import sys
 
+    stop_orca_context()   # this process's own cluster (the module's fixture) would compete with the child's
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{test_id}"],
                           capture_output=True, text=True, timeout=540, cwd=Path(__file__).resolve().parents[2],
                           env={**os.environ, _IN_FRESH_PROCESS: "1"})
@@ -132,27 +133,37 @@ def test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes(tmp_path) -
     assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
 
 
-def test_local_cluster_replaces_only_the_node_of_a_killed_executor_and_the_fit_completes(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def local_cluster() -> Iterator[None]:
+    """One local-cluster for the tests that lose an executor (each ends with its two nodes back);
+    a 3 s heartbeat timeout, for the stopped JVM."""
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                      heartbeat_timeout_s=3)
+    yield
+    stop_orca_context()
+
+
+def wait_for_two_nodes() -> list[dict]:
+    """Spark starts a new executor for a lost one; its node follows as soon as it registers."""
     from zoo_lite.context import ray_context_started_on_demand
 
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
-    try:
-        ray_context = OrcaContext.get_ray_context()
-        head_watchdog = psutil.Process(ray_context.driver_node["watchdog_pid"])
-        survivor = ray_context.nodes[1]
-        victim, new_context = fit_through_a_kill(tmp_path, lambda node: psutil.Process(node["executor_pid"]).kill(), 0,
-                                                 restarts_ray=False)
-        assert head_watchdog.is_running() and psutil.Process(survivor["watchdog_pid"]).is_running()
-        assert survivor in new_context.nodes, "the surviving executor's node was replaced too"
-        # Spark starts a new executor for the killed one; its node follows as soon as it registers
-        deadline = time.monotonic() + 120
-        while len(ray_context_started_on_demand(add_missing_nodes=True).nodes) < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert len(new_context.nodes) == 2, "no node was started on the executor Spark gave back"
-        assert not wait_until_gone([psutil.Process(victim["watchdog_pid"])] if psutil.pid_exists(victim["watchdog_pid"]) else [])
-    finally:
-        stop_orca_context()
+    deadline = time.monotonic() + 120
+    while len(ray_context_started_on_demand(add_missing_nodes=True).nodes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return OrcaContext.get_ray_context().nodes
+
+
+def test_local_cluster_replaces_only_the_node_of_a_killed_executor_and_the_fit_completes(tmp_path, local_cluster) -> None:
+    ray_context = OrcaContext.get_ray_context()
+    head_watchdog = psutil.Process(ray_context.driver_node["watchdog_pid"])
+    survivor = ray_context.nodes[1]
+    victim, new_context = fit_through_a_kill(tmp_path, lambda node: psutil.Process(node["executor_pid"]).kill(), 0,
+                                             restarts_ray=False)
+    assert head_watchdog.is_running() and psutil.Process(survivor["watchdog_pid"]).is_running()
+    assert survivor in new_context.nodes, "the surviving executor's node was replaced too"
+    assert len(wait_for_two_nodes()) == 2, "no node was started on the executor Spark gave back"
+    assert not wait_until_gone([psutil.Process(victim["watchdog_pid"])] if psutil.pid_exists(victim["watchdog_pid"]) else [])
 
 
 def stall_the_executor_jvm(node: dict, stalled: list[psutil.Process]) -> None:
@@ -164,10 +175,8 @@ def stall_the_executor_jvm(node: dict, stalled: list[psutil.Process]) -> None:
     stalled.append(executor)
 
 
-def test_local_cluster_drops_an_executor_whose_jvm_stopped_and_the_fit_completes_without_waiting_for_it(tmp_path, caplog) -> None:
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
-                      heartbeat_timeout_s=3)
+def test_local_cluster_drops_an_executor_whose_jvm_stopped_and_the_fit_completes_without_waiting_for_it(
+        tmp_path, caplog, local_cluster) -> None:
     stalled: list[psutil.Process] = []
     try:
         survivor = OrcaContext.get_ray_context().nodes[1]
@@ -188,8 +197,9 @@ def test_local_cluster_drops_an_executor_whose_jvm_stopped_and_the_fit_completes
                 process.send_signal(signal.SIGCONT)
             except psutil.Error:
                 pass
-        stop_orca_context()
+    # Spark was told to drop the executor: its worker ends the JVM once it runs again
     assert not wait_until_gone([process for process in stalled if process.is_running()], timeout_s=60)
+    assert len(wait_for_two_nodes()) == 2, "no node was started on the executor Spark gave back"
 
 
 def test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes(tmp_path) -> None:
