@@ -890,6 +890,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   "| step (each from the end of the previous) | (4) s | (5) s |", "|---|---:|---:|",
                   *[f"| {phase} | {phase_cell('executor', phase)} | {phase_cell('executor_replicated', phase)} |"
                     for phase in phase_names["executor"]]]
+    for name, label in (("executor_standby", "(4s) a lost executor, standby workers"),
+                        ("executor_keras", "(4k) a lost executor under Keras"),
+                        ("silent", "(6) a stalled executor and node"), ("silent_standby", "(6s) the same, standby workers")):
+        if phase_names[name]:
+            lines += ["", f"### Where the recovery time goes: {label}", "", "| step (each from the end of the previous) | s |",
+                      "|---|---:|", *[f"| {phase} | {phase_cell(name, phase)} |" for phase in phase_names[name]]]
     lines += ["", "### The floor under a group start: 2 bare Ray actors of 1 CPU on the same cluster", "",
               "| step | s |", "|---|---:|",
               f"| asked for -> both running `__init__` (a new worker process each) | {bare['up'].spread_cell(2)} |",
