@@ -5,8 +5,8 @@ even SIGKILL, the kernel closes its sockets and each watchdog ends its node; whe
 processes or executor end, its watchdog's connection closes. A host that is cut off or stalled
 closes nothing, so every watchdog also sends a heartbeat byte each second, and a node the driver
 hears nothing from for the silence timeout counts as lost. So does a node whose watchdog reports
-its executor JVM stopped for as long: the node runs, but Spark can run nothing on that executor. A clean stop sends ``stop`` on every
-connection and waits for each watchdog's ``stopped``.
+its executor JVM stopped for as long: the node runs, but Spark can run nothing on that executor.
+A clean stop sends ``stop`` on every connection and waits for each watchdog's ``stopped``.
 """
 
 from __future__ import annotations
