@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import gateway_pids, java_descendants
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
-from zoo_lite.spark_settings import RaySettings
+from zoo_lite.spark_settings import RaySettings, drop_executors, registered_executor_hosts, registered_executors
 from zoo_lite.standalone import LoopbackStandaloneCluster, spark_home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,11 +156,20 @@ def test_orca_switches_travel_to_ray_on_spark_in_its_settings(no_context):
 
 
 @pytest.mark.cluster
-def test_local_cluster_mode_runs_tasks_in_separate_executor_jvms(no_context):
+def test_local_cluster_mode_runs_tasks_in_separate_executor_jvms_and_a_dropped_one_is_replaced(no_context):
     sc = init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g")
     assert sc.master == "local-cluster[2,1,1024]"
     assert sc._jsc.sc().getExecutorMemoryStatus().size() == 3  # two executors and the driver
     assert len(_executor_pids(sc)) >= 2
+    spark = OrcaContext.get_spark_session()
+    # counted at once without the dropped one (Spark forgets its block manager a moment later),
+    # which a launch job's barrier stage of one task per executor relies on
+    assert drop_executors(spark, {"1", "7"}, "a test drops it") == ["1"]
+    assert registered_executors(spark) == 1 and len(registered_executor_hosts(spark)) == 1
+    deadline = time.monotonic() + 60
+    while registered_executors(spark) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert registered_executors(spark) == 2, "Spark did not replace the dropped executor within 60 s"
 
 
 @pytest.mark.cluster

@@ -59,6 +59,9 @@ SPARK_KWARGS = (
 )
 #: the shortest heartbeat_timeout_s: heartbeats go every second, and a loaded host may miss a few
 _MIN_HEARTBEAT_TIMEOUT_S = 3.0
+#: per Spark application, ``host:port`` of the block managers of executors :func:`drop_executors`
+#: dropped that Spark still lists
+_DROPPED_BLOCK_MANAGERS: dict[str, set[str]] = {}
 # Orca's Ray keyword arguments (and zoo_lite's own); Ray on Spark consumes them.
 RAY_KWARGS = (
     "object_store_memory",
@@ -309,7 +312,7 @@ class RaySettings:
 
 def registered_executors(spark: "SparkSession") -> int:
     """How many executors have registered with the driver of ``spark`` so far (the driver itself
-    not counted).
+    not counted, nor an executor :func:`drop_executors` dropped).
 
     Parameters
     ----------
@@ -333,7 +336,7 @@ def registered_executors(spark: "SparkSession") -> int:
     >>> registered_executors(OrcaContext.get_spark_session())
     0
     """
-    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
+    return len(_live_block_managers(spark)) - 1   # minus the driver's
 
 
 def registered_executor_hosts(spark: "SparkSession") -> list[str]:
@@ -348,11 +351,18 @@ def registered_executor_hosts(spark: "SparkSession") -> list[str]:
     >>> registered_executor_hosts(OrcaContext.get_spark_session())
     []
     """
-    jvm_context = spark.sparkContext._jsc.sc()
     driver = {host_port for executor_id, host_port in _executors_in_status_store(spark) if executor_id == "driver"}
-    block_managers = jvm_context.getExecutorMemoryStatus().keys().toList()
+    return sorted(host_port.rsplit(":", 1)[0] for host_port in _live_block_managers(spark) if host_port not in driver)
+
+
+def _live_block_managers(spark: "SparkSession") -> list[str]:
+    """``host:port`` of every block manager registered with the driver (its own included), but
+    those of executors :func:`drop_executors` dropped."""
+    block_managers = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().keys().toList()
     host_ports = [str(block_managers.apply(index)) for index in range(block_managers.size())]
-    return sorted(host_port.rsplit(":", 1)[0] for host_port in host_ports if host_port not in driver)
+    dropped = _DROPPED_BLOCK_MANAGERS.setdefault(spark.sparkContext.applicationId, set())
+    dropped &= set(host_ports)   # gone from the list now: a later executor may reuse the port
+    return [host_port for host_port in host_ports if host_port not in dropped]
 
 
 def _executors_in_status_store(spark: "SparkSession") -> list[tuple[str, str]]:
@@ -380,12 +390,16 @@ def drop_executors(spark: "SparkSession", executor_ids: set[str], why: str) -> l
     []
     """
     sc = spark.sparkContext
-    known = [executor_id for executor_id, _ in _executors_in_status_store(spark) if executor_id in executor_ids]
+    known = {executor_id: host_port for executor_id, host_port in _executors_in_status_store(spark)
+             if executor_id in executor_ids}
+    # Spark forgets their block managers a moment later, on its scheduler's event thread; a
+    # count of executors taken meanwhile (for a launch job's barrier stage) must not see them
+    _DROPPED_BLOCK_MANAGERS.setdefault(sc.applicationId, set()).update(known.values())
     for executor_id in known:
         sc._jsc.sc().killAndReplaceExecutor(executor_id)
         reason = sc._jvm.org.apache.spark.scheduler.ExecutorProcessLost(why, sc._jvm.scala.Option.empty(), False)
         sc._jsc.sc().taskScheduler().executorLost(executor_id, reason)
-    return known
+    return list(known)
 
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:
