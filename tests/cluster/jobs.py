@@ -288,16 +288,18 @@ def small_torch_fit(seed: int = 1, epochs: int = 1) -> list[np.ndarray]:
     return weights
 
 
-def _small_torch_estimator(seed: int) -> tuple[Any, Any]:
+def _small_torch_estimator(seed: int, worker_heartbeat_timeout_s: float = 30.0) -> tuple[Any, Any]:
     import torch
     from torch import nn
 
     from zoo_lite.data import XShards
+    from zoo_lite.learn import WorkerConfig
     from zoo_lite.learn.pytorch import Estimator
 
     x, y = _digits(400)
     est = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), seed=seed,
-                               config={"seed": seed})
+                               config={"seed": seed},
+                               worker_config=WorkerConfig(heartbeat_timeout_s=worker_heartbeat_timeout_s))
     return est, XShards.partition({"x": x, "y": y}, num_shards=4)
 
 
@@ -307,7 +309,8 @@ def _ray_nodes() -> list[tuple[str, str]]:
     return sorted((node["hostname"], node["node_name"]) for node in OrcaContext.get_ray_context().nodes)
 
 
-def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, regrow_timeout_s: float = 180.0) -> dict[str, Any]:
+def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, regrow_timeout_s: float = 180.0,
+                                    worker_heartbeat_timeout_s: float = 30.0) -> dict[str, Any]:
     """:func:`small_torch_fit`, whose rank 0 pauses at ``marker`` in the second epoch (the test
     kills a host's processes meanwhile); then waits, bounded, for Ray on Spark to be back to its
     nodes. Its weights and history, and the Ray nodes before, after the fit and at the end."""
@@ -317,7 +320,7 @@ def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, reg
 
     ray_context = OrcaContext.get_ray_context()
     before = _ray_nodes()
-    est, shards = _small_torch_estimator(seed)
+    est, shards = _small_torch_estimator(seed, worker_heartbeat_timeout_s)
     started = time.monotonic()
     history = est.fit(shards, epochs=epochs, batch_size=50, feature_cols=["x"], label_cols=["y"],
                       callbacks=[TorchPause(marker, rank=0, epochs_done=1, step=1)])

@@ -101,7 +101,9 @@ def test_a_fit_survives_a_worker_host_cut_off_and_the_host_rejoins_once_its_link
     marker = simulated_cluster.shared / "paused-before-host2-is-cut-off"
     marker.unlink(missing_ok=True)
     expected = laptop.submit(jobs.small_torch_fit, epochs=EPOCHS)
-    pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(marker), EPOCHS, regrow_timeout_s=0)
+    # the worker heartbeat (3 s) runs out before the node's (10 s): host2's worker is still the node's to report
+    pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(marker), EPOCHS, regrow_timeout_s=0,
+                                    worker_heartbeat_timeout_s=3)
     assert wait_for(marker, 240), f"no worker paused\n{cluster_driver.log_tail()}"
     with simulated_cluster.link_cut("host2"):
         # nothing closes: the driver hears of it by the missing heartbeats (heartbeat_timeout_s=10 on this
@@ -114,10 +116,12 @@ def test_a_fit_survives_a_worker_host_cut_off_and_the_host_rejoins_once_its_link
     for mine, theirs in zip(got["weights"], expected.result(timeout_s=120)):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
     assert [host for host, _ in got["nodes_after_fit"]] == ["host1"], got
-    assert "its host was silent for" in cluster_driver.log_tail(400)
+    log = cluster_driver.log_tail(400)
+    assert "its host was silent for" in log, log
+    assert "sent no heartbeat for" not in log, f"host2's worker was reported as a silent process, not a lost node\n{log}"
     # back on the network, host2 ends its old node and executor, and Spark's new executor there gets a node
     back = cluster_driver.call(jobs.ray_nodes_once_back_to, 2, 240, timeout_s=300)
-    assert [host for host, _ in back] == ["host1", "host2"], back
+    assert [host for host, _ in back] == ["host1", "host2"], f"{back}\n{cluster_driver.log_tail(200)}"
     assert not set(back) & {node for node in got["nodes_before"] if node[0] == "host2"}, "host2's old node came back"
 
 

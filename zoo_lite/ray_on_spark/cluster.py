@@ -232,6 +232,11 @@ class RayContext:
         driver closed, or its host was silent for ``heartbeat_timeout_s``."""
         return {} if self._stopped else self._lease.lost_node_reasons()
 
+    def quiet_nodes(self, quiet_s: float) -> list[str]:
+        """Names of this cluster's nodes, not lost yet, whose host sent no heartbeat for
+        ``quiet_s``: a host going silent, which counts as lost after ``heartbeat_timeout_s``."""
+        return [] if self._stopped else self._lease.quiet_nodes(quiet_s)
+
     def head_lost(self) -> bool:
         """Whether the lost nodes take the whole cluster along: the head (with the GCS) is one of
         them, or this is local mode's single node."""

@@ -182,6 +182,23 @@ class LeaseServer:
         its own timeouts run out."""
         return sorted(name for name, reason in self.lost_node_reasons().items() if reason != _CLOSED)
 
+    def quiet_nodes(self, quiet_s: float) -> list[str]:
+        """Names of the leased nodes not lost yet whose watchdog sent nothing for ``quiet_s``: their
+        host may be cut off or stalled, which :meth:`lost_nodes` tells once ``silence_timeout_s``
+        has passed.
+
+        Examples
+        --------
+        >>> server = LeaseServer.start("127.0.0.1")
+        >>> server.quiet_nodes(quiet_s=5.0)
+        []
+        >>> _ = server.stop_all(timeout_s=1.0)
+        """
+        now = time.monotonic()
+        with self._lock:
+            return sorted(name for name, lease in self._leases.items()
+                          if lease.lost_reason is None and now - lease.last_heard > quiet_s)
+
     def _take(self, names: set[str]) -> dict[str, _Lease]:
         """Remove the leases of ``names`` from the server (its heartbeat loop no longer reads them)."""
         with self._lock:

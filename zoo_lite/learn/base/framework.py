@@ -128,6 +128,8 @@ class WorkerConfig:
         Each worker sends a heartbeat every second from a thread of its own; a worker silent this
         long (its process stopped, or hung holding Python's GIL) is treated as lost, as a dead one
         is, and a ``fit`` resumes without waiting ``collective_timeout_s`` for it. At least 3.
+        A worker whose whole host went quiet is reported by the node's heartbeat instead
+        (``heartbeat_timeout_s`` of ``init_orca_context``), and its node is replaced.
     rendezvous_ports : tuple of two ints, optional
         ``(first, last)``: the workers' rendezvous ports are taken from this range, both ends
         included (open it between the workers' hosts on a firewalled cluster): torch's rank 0

@@ -10,7 +10,8 @@ until :meth:`WorkerGroup.shutdown`.
 Each worker also sends the board a heartbeat every second from a thread of its own. A worker
 whose heartbeats stop for ``heartbeat_timeout_s`` (its process stopped, or hung holding Python's
 GIL) is treated as lost, as a dead one is: its peers may wait in a collective for it, and Ray
-sees nothing wrong with a process that is alive but stopped.
+sees nothing wrong with a process that is alive but stopped. When the worker's whole host went
+quiet, the node's own heartbeat reports it instead, as a lost node to replace.
 
 A group can keep a *standby* beside it (``WorkerConfig(standby_workers=True)``): one idle,
 started actor per worker on the same node, with the runner factory unpickled (so the framework
@@ -61,6 +62,9 @@ _FREE_CPU_WAIT_S = 10.0
 #: how often a worker sends its heartbeat, and how often the driver looks for silent workers
 _BEAT_INTERVAL_S = 1.0
 _SILENCE_CHECK_INTERVAL_S = 2.0
+#: a host unheard for this long is going silent as a whole; its workers are left to the node's
+#: heartbeat (a task cannot reach them to end them, and their CPUs never show as free)
+_QUIET_HOST_S = 3.0
 #: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
 _ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -413,7 +417,8 @@ class WorkerGroup:
         Called before new actors are started, to make their CPUs free.
     heartbeat_timeout_s : float, default 30
         A worker that sends no heartbeat for this long is treated as lost (``WorkerError`` with
-        ``lost=True``), as if its process had died.
+        ``lost=True``), as if its process had died; one whose host sent no node heartbeat for
+        3 s either is left to the node's ``heartbeat_timeout_s`` of ``init_orca_context``.
 
     Examples
     --------
@@ -603,7 +608,8 @@ class WorkerGroup:
     def _raise_if_a_worker_is_silent(self, what: str) -> None:
         """A worker that stopped sending heartbeats ends the call (every few seconds, a look at
         the board): Ray sees nothing wrong with a stopped process, and its peers would wait for it
-        in a collective for ``collective_timeout_s``."""
+        in a collective for ``collective_timeout_s``. A worker whose whole host went quiet is the
+        node heartbeat's to report (:meth:`_raise_if_a_node_was_lost`), as a lost node."""
         import ray
 
         if self.progress_board is None or time.monotonic() < self._next_silence_check:
@@ -613,6 +619,8 @@ class WorkerGroup:
             silent = ray.get(self.progress_board.silent.remote(self.heartbeat_timeout_s), timeout=5)
         except Exception:  # noqa: BLE001 - a board that does not answer is a lost node, which the leases report
             return
+        quiet_hosts = set(self._ray_context.quiet_nodes(_QUIET_HOST_S))
+        silent = [worker for worker in silent if self.node_names[worker.rank] not in quiet_hosts]
         if silent:
             _end_silent_processes([(self._node_ids[worker.rank], worker.pid) for worker in silent])
             first = silent[0]
