@@ -310,10 +310,11 @@ def _ray_nodes() -> list[tuple[str, str]]:
 
 
 def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, regrow_timeout_s: float = 180.0,
-                                    worker_heartbeat_timeout_s: float = 30.0) -> dict[str, Any]:
+                                    worker_heartbeat_timeout_s: float = 30.0, until: Optional[str] = None) -> dict[str, Any]:
     """:func:`small_torch_fit`, whose rank 0 pauses at ``marker`` in the second epoch (the test
-    kills a host's processes meanwhile); then waits, bounded, for Ray on Spark to be back to its
-    nodes. Its weights and history, and the Ray nodes before, after the fit and at the end."""
+    kills a host's processes meanwhile) for 120 s or until the file ``until`` exists; then waits,
+    bounded, for Ray on Spark to be back to its nodes. Its weights and history, the Ray nodes
+    before, after the fit and at the end, and the training actors alive after ``shutdown()``."""
     from tests.learn.faults import TorchPause
     from zoo_lite import OrcaContext
     from zoo_lite.context import ray_context_started_on_demand
@@ -323,14 +324,28 @@ def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, reg
     est, shards = _small_torch_estimator(seed, worker_heartbeat_timeout_s)
     started = time.monotonic()
     history = est.fit(shards, epochs=epochs, batch_size=50, feature_cols=["x"], label_cols=["y"],
-                      callbacks=[TorchPause(marker, rank=0, epochs_done=1, step=1)])
+                      callbacks=[TorchPause(marker, rank=0, epochs_done=1, step=1, until=until)])
     fit_s = time.monotonic() - started
     after_fit = _ray_nodes()
     weights = torch_weights(est)
     est.shutdown()
     return {"weights": weights, "epochs": [entry["epoch"] for entry in history], "fit_s": fit_s,
             "same_ray": OrcaContext.get_ray_context() is ray_context, "nodes_before": before,
-            "nodes_after_fit": after_fit, "nodes_at_end": ray_nodes_once_back_to(len(before), regrow_timeout_s)}
+            "nodes_after_fit": after_fit, "training_actors_left": _training_actors_alive(),
+            "nodes_at_end": ray_nodes_once_back_to(len(before), regrow_timeout_s)}
+
+
+def _training_actors_alive(settle_s: float = 15.0) -> int:
+    """zoo_lite's training actors alive in Ray, once ``ray.kill``'s asynchronous ends are through
+    (at most ``settle_s``)."""
+    from ray._private.state import actors
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        alive = sum(1 for actor in actors(actor_state_name="ALIVE").values() if actor["ActorClassName"] == "_WorkerActor")
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
 
 
 def ray_nodes_once_back_to(count: int, timeout_s: float) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 the driver, and the other host's node live on), the fit resumes from its last epoch on the host
 left, grows back once Spark gives the host a new executor, and ends with the uninterrupted run's
 weights, no epoch twice. A host cut off, and an executor that comes back on a host with no Ray
-node while data moves into Ray, are survived as well."""
+node while data moves into Ray, are survived as well; a host cut off for a moment loses nothing."""
 
 from __future__ import annotations
 
@@ -118,11 +118,49 @@ def test_a_fit_survives_a_worker_host_cut_off_and_the_host_rejoins_once_its_link
     assert [host for host, _ in got["nodes_after_fit"]] == ["host1"], got
     log = cluster_driver.log_tail(400)
     assert "its host was silent for" in log, log
-    assert "sent no heartbeat for" not in log, f"host2's worker was reported as a silent process, not a lost node\n{log}"
+    assert not re.search(r"its process \(pid \d+ on [^)]*\) sent no heartbeat", log), \
+        f"host2's worker was reported as a silent process, not a lost node\n{log}"
+    # idle workers were started on host1 while host2 was quiet, and the resumed group took them over
+    assert re.search(r"resuming from epoch \d+ on 1 standby workers", log), log
     # back on the network, host2 ends its old node and executor, and Spark's new executor there gets a node
     back = cluster_driver.call(jobs.ray_nodes_once_back_to, 2, 240, timeout_s=300)
     assert [host for host, _ in back] == ["host1", "host2"], f"{back}\n{cluster_driver.log_tail(200)}"
     assert not set(back) & {node for node in got["nodes_before"] if node[0] == "host2"}, "host2's old node came back"
+
+
+def test_a_host_quiet_for_less_than_the_heartbeat_timeout_loses_nothing_and_its_idle_spares_are_ended(
+        cluster_driver, simulated_cluster) -> None:
+    """host2 cut off for a few seconds, under the node heartbeat's 10 s: idle workers are started
+    on host1 while host2 is quiet (ready should it be lost), and ended once it is heard again; the
+    fit goes on with its group, as if nothing happened."""
+    paused, go_on = simulated_cluster.shared / "paused-before-a-short-cut", simulated_cluster.shared / "short-cut-over"
+    for marker in (paused, go_on):
+        marker.unlink(missing_ok=True)
+    pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(paused), EPOCHS, regrow_timeout_s=0,
+                                    until=str(go_on))
+    started, ended = "quiet for 3 s; starting idle workers", "idle workers started meanwhile are ended"
+    try:
+        assert wait_for(paused, 240), f"no worker paused\n{cluster_driver.log_tail()}"
+        before = cluster_driver.log_tail(100_000)   # the module's earlier tests share the log
+        with simulated_cluster.link_cut("host2"):
+            assert wait_for_log(cluster_driver, started, before.count(started) + 1, 15), cluster_driver.log_tail()
+        assert wait_for_log(cluster_driver, ended, before.count(ended) + 1, 15), cluster_driver.log_tail()
+    finally:
+        go_on.touch()
+    got = pending.result(timeout_s=300)
+    log = cluster_driver.log_tail(100_000)
+    assert got["epochs"] == list(range(1, EPOCHS + 1)), got["epochs"]
+    assert got["nodes_after_fit"] == got["nodes_before"], "a node was lost"
+    assert "lost in epoch" not in log.split(started)[-1], log
+    assert got["training_actors_left"] == 0, "idle workers outlived the fit"
+
+
+def wait_for_log(agent, text: str, times: int, timeout_s: float) -> bool:
+    """Whether the agent's log has ``text`` ``times`` times within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while agent.log_tail(100_000).count(text) < times and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return agent.log_tail(100_000).count(text) >= times
 
 
 def test_an_executor_that_joins_on_a_host_without_a_node_while_data_moves_into_ray_gets_one_and_no_data_is_lost(

@@ -68,10 +68,13 @@ def momentum_linear_model(config: dict) -> keras.Model:
 
 class TorchPause(Callback):
     """At step ``step`` of the epoch after ``epochs_done`` epochs, rank ``rank`` writes ``marker``
-    (once) and waits there, so that a test can kill its node or executor at a known point."""
+    (once) and waits there, so that a test can kill its node or executor at a known point: for
+    ``wait_s``, or until the file ``until`` exists."""
 
-    def __init__(self, marker: str, rank: int = 0, epochs_done: int = 1, step: int = 1, wait_s: float = 120.0) -> None:
+    def __init__(self, marker: str, rank: int = 0, epochs_done: int = 1, step: int = 1, wait_s: float = 120.0,
+                 until: Optional[str] = None) -> None:
         self.marker, self.rank, self.epochs_done, self.step, self.wait_s = marker, rank, epochs_done, step, wait_s
+        self.until = until
 
     def after_train_iter(self, runner: Any) -> None:
         import time
@@ -80,7 +83,9 @@ class TorchPause(Callback):
                 and not os.path.exists(self.marker)):
             with open(self.marker, "w") as file:
                 file.write(str(os.getpid()))
-            time.sleep(self.wait_s)   # the test kills this node meanwhile
+            deadline = time.monotonic() + self.wait_s   # the test kills this node meanwhile, or lets it go on
+            while time.monotonic() < deadline and not (self.until and os.path.exists(self.until)):
+                time.sleep(0.1)
 
 
 class PortTakenRunner:

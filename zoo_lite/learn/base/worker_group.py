@@ -20,6 +20,12 @@ imported) and no runner built. When the group is lost, the next group takes thos
 CPUs are held in Ray by one of the two sets at a time: a standby holds none while the workers
 hold them, and a standby started beside workers that took over holds them instead.
 
+Any group also starts a standby on its other nodes while one of its nodes is quiet (no node
+heartbeat for 3 s), and ends it once that node is heard again: a host that falls silent is lost
+only after ``heartbeat_timeout_s``, time enough to have the next group's processes ready. A group
+that takes it over without keeping a standby of its own holds no CPUs in Ray, until it ends (at
+the latest when the fit grows back onto the replaced node).
+
 Waiting never hangs: start-up and connection are bounded by ``start_timeout_s``; long calls
 (an epoch) are watched with :func:`ray.wait`, so the first worker that fails or dies ends the
 wait at once with its traceback, and the group is killed (its peers may be blocked in a
@@ -460,6 +466,9 @@ class WorkerGroup:
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
         self._standby_plan = (places, runner_factory) if keep_standby else None
+        #: where the group runs and what its actors build, for a standby beside a quiet host
+        self._places, self._runner_factory = places, runner_factory
+        self._standby_for_quiet_hosts = False
         self.progress_board = _start_board(places[0][0].node_id)
         infos = _worker_infos(places, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
@@ -585,7 +594,7 @@ class WorkerGroup:
             if failures:
                 raise _root_failure(failures, pending, rank_of, what)
             self._raise_if_a_node_was_lost(what)
-            self._raise_if_a_worker_is_silent(what)
+            self._watch_heartbeats(what)
             if on_poll is not None:
                 on_poll()
             if pending and deadline is not None and time.monotonic() > deadline:
@@ -605,21 +614,42 @@ class WorkerGroup:
                               f"Ray node(s) lost during {what} ({causes}); workers {ranks} ran there; "
                               "their nodes are replaced on next use", lost=True)
 
-    def _raise_if_a_worker_is_silent(self, what: str) -> None:
-        """A worker that stopped sending heartbeats ends the call (every few seconds, a look at
-        the board): Ray sees nothing wrong with a stopped process, and its peers would wait for it
-        in a collective for ``collective_timeout_s``. A worker whose whole host went quiet is the
-        node heartbeat's to report (:meth:`_raise_if_a_node_was_lost`), as a lost node."""
-        import ray
-
+    def _watch_heartbeats(self, what: str) -> None:
+        """Every few seconds: the nodes and the workers that fell quiet (see the two calls)."""
         if self.progress_board is None or time.monotonic() < self._next_silence_check:
             return
         self._next_silence_check = time.monotonic() + _SILENCE_CHECK_INTERVAL_S
+        quiet_hosts = set(self._ray_context.quiet_nodes(_QUIET_HOST_S)) & set(self.node_names)
+        self._standby_beside_quiet_hosts(quiet_hosts)
+        self._raise_if_a_worker_is_silent(what, quiet_hosts)
+
+    def _standby_beside_quiet_hosts(self, quiet_hosts: set[str]) -> None:
+        """While a node of the group is quiet (maybe lost in ``heartbeat_timeout_s``), keep idle
+        workers started on the other nodes: should it be lost, the next group takes them over
+        instead of starting cold (most of a recovery's time). Ended once every node is heard again;
+        a group with a standby of its own (``standby_workers``) needs none."""
+        if quiet_hosts and self.standby is None and self.actors:
+            places = [place for place in self._places if place[0].name not in quiet_hosts]
+            if places:
+                _logger.info("Ray node(s) %s quiet for %.0f s; starting idle workers on the other nodes, for a quick "
+                             "recovery should they be lost", sorted(quiet_hosts), _QUIET_HOST_S)
+                self.standby = Standby.start(self.ray_address, places, self._runner_factory, holds_cpus=False)
+                self._standby_for_quiet_hosts = True
+        elif not quiet_hosts and self._standby_for_quiet_hosts:
+            _logger.info("every Ray node of the group is heard again; the idle workers started meanwhile are ended")
+            self.end_standby()
+
+    def _raise_if_a_worker_is_silent(self, what: str, quiet_hosts: set[str]) -> None:
+        """A worker that stopped sending heartbeats ends the call (a look at the board): Ray sees
+        nothing wrong with a stopped process, and its peers would wait for it in a collective for
+        ``collective_timeout_s``. A worker on one of ``quiet_hosts`` (its whole host went quiet)
+        is the node heartbeat's to report (:meth:`_raise_if_a_node_was_lost`), as a lost node."""
+        import ray
+
         try:
             silent = ray.get(self.progress_board.silent.remote(self.heartbeat_timeout_s), timeout=5)
         except Exception:  # noqa: BLE001 - a board that does not answer is a lost node, which the leases report
             return
-        quiet_hosts = set(self._ray_context.quiet_nodes(_QUIET_HOST_S))
         silent = [worker for worker in silent if self.node_names[worker.rank] not in quiet_hosts]
         if silent:
             _end_silent_processes([(self._node_ids[worker.rank], worker.pid) for worker in silent])
@@ -651,6 +681,7 @@ class WorkerGroup:
     def take_standby(self) -> Optional[Standby]:
         """The group's standby, for the next group to take over; the group keeps none."""
         standby, self.standby = self.standby, None
+        self._standby_for_quiet_hosts = False
         return standby
 
     def end_standby(self) -> None:
