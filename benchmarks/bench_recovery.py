@@ -495,6 +495,15 @@ def zoo_torch_run(frame: Any, rows: int, args: argparse.Namespace, folder: str, 
     return run
 
 
+def newest_cached_copies(spark: Any) -> list[int]:
+    """How many executors hold each partition of the most recently cached RDD (Spark's status
+    store)."""
+    cached = spark.sparkContext._jsc.sc().statusStore().rddList(True)
+    newest = max((cached.apply(index) for index in range(cached.size())), key=lambda info: info.id())
+    partitions = newest.partitions().get()
+    return [partitions.apply(index).executors().size() for index in range(partitions.size())]
+
+
 def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby: bool, kill_what: str) -> None:
     """After a lost node (``kill_what`` "executor" or "stall"): the fit resumed on the node left,
     then grew back. The run's phases: the recovery's steps (:func:`zoo_phases`), and the time
@@ -502,10 +511,13 @@ def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby:
     death, resumed = recovery_figures(run, folder)
     if death is not None and resumed is not None:
         zoo_phases(run, spans, folder, death, resumed)
+    # a stalled node is quiet long before it counts as lost: the group has idle workers ready by then
+    takes_over = standby or kill_what == "stall"
     check_lost_line(run, spans,
-                    f"lost in epoch {kill_epoch}; resuming from epoch {kill_epoch - 1} on 1 {'standby ' * standby}workers")
+                    f"lost in epoch {kill_epoch}; resuming from epoch {kill_epoch - 1} on 1 {'standby ' * takes_over}workers")
     if kill_what == "stall":
         check_lost_line(run, spans, "its host was silent for")
+        check_lost_line(run, spans, "quiet for 3 s; starting idle workers on the other nodes")
     check_lost_line(run, spans, "Ray nodes were added back")
     grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
     if death is not None and grown is not None:
@@ -722,15 +734,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from pyspark import StorageLevel
             from pyspark.sql import functions as F
 
-            while replicas:
-                replicas.pop().unpersist(blocking=True)
-            if replicated:   # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache
-                copy = frame.select("features", (F.col("label") + 0).alias("label"))
-            else:   # from the source: a lost partition is computed again from it, not from the frame's cache
-                copy = make_dataframe(spark, rows, cached=False)
-            replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2 if replicated else StorageLevel.MEMORY_AND_DISK))
-            replicas[0].count()
-            return replicas[0]
+            for attempt in range(3):
+                while replicas:
+                    replicas.pop().unpersist(blocking=True)
+                if replicated:   # another plan than the frame's ("label + 0"): Spark would reuse the frame's cache
+                    copy = frame.select("features", (F.col("label") + 0).alias("label"))
+                else:   # from the source: a lost partition is computed again from it, not from the frame's cache
+                    copy = make_dataframe(spark, rows, cached=False)
+                replicas.append(copy.persist(StorageLevel.MEMORY_AND_DISK_2 if replicated else StorageLevel.MEMORY_AND_DISK))
+                replicas[0].count()
+                copies = newest_cached_copies(spark)
+                if not replicated or min(copies) >= 2:
+                    return replicas[0]
+                # a replica goes to a peer the executor knew of: one lost in the previous run, at times
+                log(f"persisted with 2 replicas, but Spark holds {copies} copies of its partitions; persisting again")
+            raise RuntimeError(f"Spark kept fewer than 2 copies of a partition 3 times: {copies}")
 
         # not counted: the first fits pay once for what every later one finds ready (the executors'
         # Python workers, the first Arrow conversion of the frame)
