@@ -1,7 +1,7 @@
 """Benchmark: how fast a fit resumes after a training worker dies, zoo_lite against Ray Train.
 
 Cluster: ``init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g",
-init_ray_on_spark=True)``: ``local-cluster[2,1,1024]``, two executor JVMs, Ray on Spark with one
+init_ray_on_spark=True, conf={"spark.storage.cachedPeersTtl": "1000"})``: ``local-cluster[2,1,1024]``, two executor JVMs, Ray on Spark with one
 node of 1 CPU in each, so every case runs 2 workers of 1 CPU, one per node.
 Data: ``--rows`` (500,000) rows of 64 float features and a class label (``_mlp_data``, the rows
 of ``bench_torch_fit.py``), a cached Spark DataFrame. Model: MLP 64 -> 128 -> 128 -> 10,
@@ -708,7 +708,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runs: dict[str, list[Run]] = {name: [] for name in CASES}
     bare = {name: Timing() for name in ("up", "torch", "tensorflow")}
     root = tempfile.mkdtemp(prefix="bench-recovery-")
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    # an executor learns its replication peers again after this (60 s by default): a frame persisted
+    # with 2 replicas right after an executor was replaced would otherwise keep one copy only
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
+                      conf={"spark.storage.cachedPeersTtl": "1000"})
     try:
         from pyspark.sql import SparkSession
 
@@ -861,7 +864,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"zoo_lite at commit {commit}" + (f" with {len(dirty)} uncommitted file(s) under zoo_lite/" if dirty else "")
         + ("; **zoo_lite's sources changed during the run**" if digest_before != digest_after else ""),
         "- cluster: `init_orca_context(cluster_mode=\"local-cluster\", num_nodes=2, cores=1, memory=\"1g\", "
-        "init_ray_on_spark=True)`: 2 Ray-on-Spark nodes of 1 CPU; every case 2 workers x 1 CPU",
+        "init_ray_on_spark=True, conf={\"spark.storage.cachedPeersTtl\": \"1000\"})`: 2 Ray-on-Spark nodes of 1 CPU; "
+        "every case 2 workers x 1 CPU",
         f"- data: {rows:,} rows x {FEATURES} float features + int label, a cached Spark DataFrame (Ray Train: "
         "`ray.data.from_pandas` of it, built once); model: MLP 64-128-128-10, SGD(0.05, momentum 0.9), "
         f"cross-entropy; global batch {args.batch}; {args.epochs} epochs per fit",
