@@ -402,6 +402,8 @@ def zoo_phases(run: Run, spans: DriverSpans, folder: str, death: dict[str, Any],
         run.problems.append(f"a recovery step was not seen: {steps}, begun={begun}")
         return
     freed = spans.first("wait_for_free_cpus", detected)   # a cold start only: standby workers hold their own
+    if freed is not None and freed.end > steps["wait start"].end:
+        freed = None   # a later group's (growing back): this one took a standby over
     marks = [("death", death["at"]), ("the driver sees the loss", detected), ("old group killed", steps["drop group"].end),
              (FREED, freed.end if freed is not None else steps["drop group"].end), (STARTED, steps["wait start"].end),
              (CONNECTED, steps["WorkerGroup"].end), (STATE, steps["call set_state"].end), (SPARK, steps["rows_in_ray"].end),
@@ -517,7 +519,8 @@ def check_node_loss(run: Run, spans: Any, folder: str, kill_epoch: int, standby:
                     f"lost in epoch {kill_epoch}; resuming from epoch {kill_epoch - 1} on 1 {'standby ' * takes_over}workers")
     if kill_what == "stall":
         check_lost_line(run, spans, "its host was silent for")
-        check_lost_line(run, spans, "quiet for 3 s; starting idle workers on the other nodes")
+        if not standby:   # a group with standby workers of its own starts no others
+            check_lost_line(run, spans, "quiet for 3 s; starting idle workers on the other nodes")
     check_lost_line(run, spans, "Ray nodes were added back")
     grown = next((at for at, line in spans.log_lines if "Ray nodes were added back" in line), None)
     if death is not None and grown is not None:
