@@ -136,6 +136,8 @@ def test_a_host_quiet_for_less_than_the_heartbeat_timeout_loses_nothing_and_its_
     paused, go_on = simulated_cluster.shared / "paused-before-a-short-cut", simulated_cluster.shared / "short-cut-over"
     for marker in (paused, go_on):
         marker.unlink(missing_ok=True)
+    nodes = cluster_driver.call(jobs.ray_nodes_once_back_to, 2, 240, timeout_s=300)
+    assert [host for host, _ in nodes] == ["host1", "host2"], f"{nodes}\n{cluster_driver.log_tail()}"
     pending = cluster_driver.submit(jobs.small_torch_fit_through_a_pause, str(paused), EPOCHS, regrow_timeout_s=0,
                                     until=str(go_on))
     started, ended = "quiet for 3 s; starting idle workers", "idle workers started meanwhile are ended"

@@ -233,8 +233,8 @@ class RayContext:
         return {} if self._stopped else self._lease.lost_node_reasons()
 
     def quiet_nodes(self, quiet_s: float) -> list[str]:
-        """Names of this cluster's nodes, not lost yet, whose host sent no heartbeat for
-        ``quiet_s``: a host going silent, which counts as lost after ``heartbeat_timeout_s``."""
+        """Names of this cluster's nodes whose host sent no heartbeat for ``quiet_s``: a host going
+        silent, which counts as lost after ``heartbeat_timeout_s`` (and stays quiet then)."""
         return [] if self._stopped else self._lease.quiet_nodes(quiet_s)
 
     def head_lost(self) -> bool:

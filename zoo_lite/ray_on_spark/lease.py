@@ -183,9 +183,10 @@ class LeaseServer:
         return sorted(name for name, reason in self.lost_node_reasons().items() if reason != _CLOSED)
 
     def quiet_nodes(self, quiet_s: float) -> list[str]:
-        """Names of the leased nodes not lost yet whose watchdog sent nothing for ``quiet_s``: their
-        host may be cut off or stalled, which :meth:`lost_nodes` tells once ``silence_timeout_s``
-        has passed.
+        """Names of the leased nodes whose watchdog sent nothing for ``quiet_s``: their host may be
+        cut off or stalled, which :meth:`lost_nodes` tells once ``silence_timeout_s`` has passed.
+        A node stays quiet once lost (a caller that asked :meth:`lost_nodes` a moment before
+        must not take it for a heard one).
 
         Examples
         --------
@@ -196,8 +197,7 @@ class LeaseServer:
         """
         now = time.monotonic()
         with self._lock:
-            return sorted(name for name, lease in self._leases.items()
-                          if lease.lost_reason is None and now - lease.last_heard > quiet_s)
+            return sorted(name for name, lease in self._leases.items() if now - lease.last_heard > quiet_s)
 
     def _take(self, names: set[str]) -> dict[str, _Lease]:
         """Remove the leases of ``names`` from the server (its heartbeat loop no longer reads them)."""
