@@ -360,9 +360,14 @@ def _live_block_managers(spark: "SparkSession") -> list[str]:
     those of executors :func:`drop_executors` dropped."""
     block_managers = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().keys().toList()
     host_ports = [str(block_managers.apply(index)) for index in range(block_managers.size())]
-    dropped = _DROPPED_BLOCK_MANAGERS.setdefault(spark.sparkContext.applicationId, set())
+    dropped = _dropped_block_managers(spark)
     dropped &= set(host_ports)   # gone from the list now: a later executor may reuse the port
     return [host_port for host_port in host_ports if host_port not in dropped]
+
+
+def _dropped_block_managers(spark: "SparkSession") -> set[str]:
+    """The application's set of block managers dropped but still listed (see :func:`drop_executors`)."""
+    return _DROPPED_BLOCK_MANAGERS.setdefault(spark.sparkContext.applicationId, set())
 
 
 def _executors_in_status_store(spark: "SparkSession") -> list[tuple[str, str]]:
@@ -394,7 +399,7 @@ def drop_executors(spark: "SparkSession", executor_ids: set[str], why: str) -> l
              if executor_id in executor_ids}
     # Spark forgets their block managers a moment later, on its scheduler's event thread; a
     # count of executors taken meanwhile (for a launch job's barrier stage) must not see them
-    _DROPPED_BLOCK_MANAGERS.setdefault(sc.applicationId, set()).update(known.values())
+    _dropped_block_managers(spark).update(known.values())
     for executor_id in known:
         sc._jsc.sc().killAndReplaceExecutor(executor_id)
         reason = sc._jvm.org.apache.spark.scheduler.ExecutorProcessLost(why, sc._jvm.scala.Option.empty(), False)

@@ -465,8 +465,8 @@ class WorkerGroup:
         self._node_ids = [node.node_id for node, _ in places]
         #: idle workers kept for the next group (``keep_standby``), until taken or ended
         self.standby: Optional[Standby] = None
-        self._standby_plan = (places, runner_factory) if keep_standby else None
-        #: where the group runs and what its actors build, for a standby beside a quiet host
+        self._keeps_standby = keep_standby
+        #: where the group runs and what its actors build, for a standby (its own, or one beside a quiet host)
         self._places, self._runner_factory = places, runner_factory
         self._standby_for_quiet_hosts = False
         self.progress_board = _start_board(places[0][0].node_id)
@@ -674,9 +674,9 @@ class WorkerGroup:
         workers do not hold). A cold group starts its own with its workers; a group that took
         over a standby is given a new one later (the Estimator: after the next epoch), so that
         starting it does not slow the recovery down."""
-        if self._standby_plan is not None and self.standby is None and self.actors:
-            places, runner_factory = self._standby_plan
-            self.standby = Standby.start(self.ray_address, places, runner_factory, holds_cpus=not self.holds_cpus)
+        if self._keeps_standby and self.standby is None and self.actors:
+            self.standby = Standby.start(self.ray_address, self._places, self._runner_factory,
+                                         holds_cpus=not self.holds_cpus)
 
     def take_standby(self) -> Optional[Standby]:
         """The group's standby, for the next group to take over; the group keeps none."""
