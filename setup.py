@@ -20,10 +20,14 @@ CORE = [
 EXTRAS = {
     "torch": ["torch>=2.2", "torchmetrics>=1.0", "tqdm>=4.60", "tensorboard>=2.14"],
     "tf": ["tensorflow-cpu>=2.16", "keras>=3", "tqdm>=4.60"],
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8"],
+    # s3:// paths for the pandas backend's readers, write_parquet, saved models and model_dir
+    "s3": ["s3fs>=2024.2"],
+    "tfds": ["tensorflow-datasets>=4.9"],
+    # moto's standalone server is the S3-compatible server the object-store tests start on loopback
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
     "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4"],
 }
-EXTRAS["all"] = sorted({req for name in ("torch", "tf") for req in EXTRAS[name]})
+EXTRAS["all"] = sorted({req for name in ("torch", "tf", "s3", "tfds") for req in EXTRAS[name]})
 
 setup(
     name="zoo_lite",
