@@ -23,11 +23,14 @@ EXTRAS = {
     # s3:// paths for the pandas backend's readers, write_parquet, saved models and model_dir
     "s3": ["s3fs>=2024.2"],
     "tfds": ["tensorflow-datasets>=4.9"],
+    # every torchvision wheel on PyPI is a CUDA build; beside a CPU torch zoo_lite makes its
+    # datasets, transforms and models importable (zoo_lite.learn.pytorch.torchvision_import)
+    "vision": ["torchvision>=0.20"],
     # moto's standalone server is the S3-compatible server the object-store tests start on loopback
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
     "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4"],
 }
-EXTRAS["all"] = sorted({req for name in ("torch", "tf", "s3", "tfds") for req in EXTRAS[name]})
+EXTRAS["all"] = sorted({req for name in ("torch", "tf", "s3", "tfds", "vision") for req in EXTRAS[name]})
 
 setup(
     name="zoo_lite",
