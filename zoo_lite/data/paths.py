@@ -6,8 +6,9 @@ import functools
 import os
 import socket
 import uuid
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
+from zoo_lite.data.filesystems import filesystem, is_object_store, missing_object_error, storage_errors
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -63,22 +64,15 @@ def missing_on_some_executor(argument: str, path: str, listed_on: str) -> str:
     return f"{argument}: {path!r} is on the driver's host {listed_on!r}, but an executor did not find it on its host; {SHARED_PATH_ADVICE}"
 
 
-def _filesystem(path: str):
-    import fsspec
-
-    try:
-        return fsspec.core.url_to_fs(path)
-    except (ImportError, ValueError) as error:
-        raise DataReadError(f"path={path!r}: no filesystem can open it ({error})") from error
-
-
-def path_exists(path: str) -> bool:
-    """Whether a file or folder exists at ``path``."""
-    fs, stripped = _filesystem(path)
-    return bool(fs.exists(stripped))
+def path_exists(path: str, storage_options: Optional[Mapping[str, Any]] = None) -> bool:
+    """Whether a file or folder exists at ``path`` (opened with ``storage_options``, see
+    :func:`~zoo_lite.data.filesystems.storage_options_for`)."""
+    fs, stripped = filesystem(path, storage_options)
+    with storage_errors(path, "path"):
+        return bool(fs.exists(stripped))
 
 
-def file_sizes(files: Sequence[str]) -> list[int]:
+def file_sizes(files: Sequence[str], storage_options: Optional[Mapping[str, Any]] = None) -> list[int]:
     """The size in bytes of each file (as :func:`expand_paths` names them).
 
     Examples
@@ -91,8 +85,9 @@ def file_sizes(files: Sequence[str]) -> list[int]:
     """
     sizes = []
     for file in files:
-        fs, stripped = _filesystem(file)
-        sizes.append(int(fs.size(stripped)))
+        fs, stripped = filesystem(file, storage_options)
+        with storage_errors(file, "file_path"):
+            sizes.append(int(fs.size(stripped)))
     return sizes
 
 
@@ -100,8 +95,13 @@ def _with_protocol(fs, path: str, original: str) -> str:
     return fs.unstrip_protocol(path) if "://" in original else path
 
 
-def _expand_one(path: str, argument: str) -> list[str]:
-    fs, stripped = _filesystem(path)
+def _expand_one(path: str, argument: str, storage_options: Optional[Mapping[str, Any]]) -> list[str]:
+    fs, stripped = filesystem(path, storage_options, argument)
+    with storage_errors(path, argument):
+        return _expand_in(fs, stripped, path, argument)
+
+
+def _expand_in(fs: Any, stripped: str, path: str, argument: str) -> list[str]:
     if any(char in stripped for char in _GLOB_CHARS):
         matches = sorted(fs.glob(stripped))
         files = [match for match in matches if fs.isfile(match)]
@@ -109,6 +109,8 @@ def _expand_one(path: str, argument: str) -> list[str]:
             raise DataReadError(f"{argument}={path!r}: the pattern matches no file")
         return [_with_protocol(fs, match, path) for match in files]
     if not fs.exists(stripped):
+        if is_object_store(path):
+            raise DataReadError(missing_object_error(fs, path, argument))
         # both Spark's and pandas' wording, which Orca passed through and its users match on
         raise DataReadError(f"Path does not exist: {argument}={path!r} (No such file or directory); "
                             "check the path (and its protocol, e.g. hdfs://)")
@@ -127,14 +129,17 @@ def _hidden(relative: str) -> bool:
     return any(part.startswith(".") or (part.startswith("_") and "=" not in part) for part in relative.split("/") if part)
 
 
-def expand_paths(path: PathLike, argument: str = "file_path") -> list[str]:
+def expand_paths(path: PathLike, argument: str = "file_path", storage_options: Optional[Mapping[str, Any]] = None) -> list[str]:
     """Every data file named by ``path``: a file, a folder (all files below it, hidden and
     ``_``-prefixed ones left out), a glob, or a list of those. Order is sorted within each entry.
+    ``storage_options`` opens an object store (see
+    :func:`~zoo_lite.data.filesystems.storage_options_for`).
 
     Raises
     ------
     DataReadError
-        A path does not exist, a folder is empty, or a glob matches nothing.
+        A path does not exist (for an object store: its bucket, or its key), a folder is empty, a
+        glob matches nothing, or an object store refused access.
 
     Examples
     --------
@@ -145,9 +150,9 @@ def expand_paths(path: PathLike, argument: str = "file_path") -> list[str]:
     ['a.csv', 'b.csv']
     """
     if isinstance(path, str):
-        return _expand_one(path, argument)
+        return _expand_one(path, argument, storage_options)
     if isinstance(path, (list, tuple)) and path and all(isinstance(p, str) for p in path):
-        return [file for entry in path for file in _expand_one(entry, argument)]
+        return [file for entry in path for file in _expand_one(entry, argument, storage_options)]
     raise InvalidArgumentError(f"{argument}={path!r} must be a path string or a non-empty list of path strings")
 
 

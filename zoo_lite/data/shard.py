@@ -365,10 +365,13 @@ class XShards(ABC):
         >>> len(loaded), sorted(int(shard.sum()) for shard in loaded.collect())
         (6, [1, 5, 9])
         """
+        from zoo_lite.data.filesystems import as_spark_path, check_spark_reads
         from zoo_lite.data.paths import expand_paths
 
         sc = _active_spark_context()
+        check_spark_reads(sc, path, "path")   # Spark's pickleFile reads it: s3a:// only
         expand_paths(path, argument="path")
+        path = as_spark_path(path)
         if minPartitions is not None:
             check_positive_int(minPartitions, "minPartitions")
         return SparkXShards(sc.pickleFile(path, minPartitions))
@@ -1981,12 +1984,14 @@ class SparkXShards(XShards):
         ...
         zoo_lite.errors.InvalidArgumentError: path=... already exists; remove it or choose a new path
         """
+        from zoo_lite.data.filesystems import as_spark_path, check_spark_reads
         from zoo_lite.data.paths import check_every_host_sees, path_exists
 
+        check_spark_reads(self._sc, path, "path")   # Spark's saveAsPickleFile writes it: s3a:// only
         if path_exists(path):
             raise InvalidArgumentError(f"path={path!r} already exists; remove it or choose a new path")
         check_every_host_sees(self._sc, path, "path")
-        run_job(self._sc, functools.partial(self.rdd.saveAsPickleFile, path, check_positive_int(batchSize, "batchSize")))
+        run_job(self._sc, functools.partial(self.rdd.saveAsPickleFile, as_spark_path(path), check_positive_int(batchSize, "batchSize")))
         return self
 
     def __repr__(self) -> str:

@@ -15,20 +15,13 @@ import zipfile
 from typing import Any, Hashable, Optional, Sequence, Union
 
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.learn.base import checkpoints
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
 
 __all__ = ["spark_udf"]
 
 _KERAS_ENTRIES = {"metadata.json", "config.json"}
 _KERAS_CHECKPOINT_ENTRY = "model.keras"
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except (FileNotFoundError, IsADirectoryError) as error:
-        raise InvalidArgumentError(f"spark_udf: no saved model at path={path!r}") from error
 
 
 def _keras_bytes(blob: bytes) -> Optional[bytes]:
@@ -114,7 +107,7 @@ def spark_udf(path: str, batch_size: int = 32, feature_cols: Union[None, Hashabl
     >>> len(df.select(predict("x").alias("p")).first().p)
     2
     """
-    blob = _read(path)
+    blob = checkpoints.read_file(path, "spark_udf", "saved model")
     keras_bytes = _keras_bytes(blob)
     if keras_bytes is not None:
         return _keras_udf(keras_bytes, batch_size, feature_cols, input_shapes)

@@ -16,7 +16,9 @@ readers are lazy, as the others are):
 - local files (a folder, a file, ``file://``): each decoding task reads its own slice of files, so
   nothing but the names travels; a local folder or file is also listed by Python, which is ~100x
   faster than Spark's listing and leaves out the same names;
-- globs and other filesystems (``hdfs://``, ``s3a://``) are listed by Spark, and files on other
+- ``s3://`` objects are listed through fsspec (s3fs) on the driver and read the same way, each
+  decoding task its own slice, with the options :mod:`zoo_lite.data.filesystems` resolves;
+- local globs and other filesystems (``hdfs://``, ``s3a://``) are listed by Spark, and files on other
   filesystems are read by Spark's ``binaryFile`` scan, whose bytes are then shuffled into the
   slices (the scan packs files by size, not by name).
 """
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Se
 import numpy as np
 
 from zoo_lite.data import convert
+from zoo_lite.data.filesystems import as_spark_path, check_spark_reads, filesystem, is_object_store, missing_object_error, storage_errors, storage_options_for
 from zoo_lite.data.paths import check_every_host_sees, missing_on_executor, this_host
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.data.spark_jobs import run_job
@@ -220,6 +223,35 @@ def _is_listed(name: str) -> bool:
 
 def _is_image_name(name: str) -> bool:
     return name.rpartition(".")[2].lower() in IMAGE_EXTENSIONS and "." in name
+
+
+def _list_images_by_python(path: str, argument: str, storage_options: Mapping[str, Any]) -> Optional[list[str]]:
+    """The image files of a local folder or file, or of an object store (through fsspec, with
+    ``storage_options``), as :func:`_list_images` names and sorts them; None for a local glob or
+    another filesystem, which Spark lists."""
+    if is_object_store(path):
+        return _list_object_store_images(path, argument, storage_options)
+    return _list_local_images(path, argument)
+
+
+def _list_object_store_images(path: str, argument: str, storage_options: Mapping[str, Any]) -> list[str]:
+    """The image files below an object-store folder, or matching a glob, listed through fsspec
+    (Spark's own listing would need hadoop-aws); each is then read by the task that decodes it."""
+    fs, name = filesystem(path, storage_options, argument)
+    with storage_errors(path, argument):
+        if any(char in name for char in _GLOB_CHARS):
+            found = [match for match in fs.glob(name) if fs.isfile(match)]
+        elif fs.isdir(name):
+            root = name.rstrip("/")
+            found = [entry for entry in fs.find(name) if all(_is_listed(part) for part in entry[len(root):].split("/") if part)]
+        elif fs.exists(name):
+            found = [name]
+        else:
+            raise DataReadError(missing_object_error(fs, path, argument))
+    images = sorted(fs.unstrip_protocol(entry) for entry in found if _is_image_name(entry.rsplit("/", 1)[-1]))
+    if not images:
+        raise _no_images_error(path, argument)
+    return images
 
 
 def _list_local_images(path: str, argument: str) -> Optional[list[str]]:
@@ -421,9 +453,14 @@ def _images_of_local_files(slices: Iterator[list[tuple[str, str]]]) -> Iterator[
             yield path, local, None
 
 
-def _file_bytes(reader: str, path: str, source: Union[bytes, str], listed_on: str) -> bytes:
+def _file_bytes(reader: str, path: str, source: Union[bytes, str], listed_on: str,
+                storage_options: Optional[Mapping[str, Any]] = None) -> bytes:
     if isinstance(source, bytes):
         return source
+    if is_object_store(source):
+        fs, name = filesystem(source, storage_options, reader)
+        with storage_errors(source, reader):
+            return fs.cat_file(name)
     try:
         with open(source, "rb") as file:
             return file.read()
@@ -436,12 +473,13 @@ def _file_bytes(reader: str, path: str, source: Union[bytes, str], listed_on: st
 
 def _decode_partition(partition_index: int, images: Iterator[Image_], *, reader: str, size: tuple[int, int],
                       mode: str, label: Label, labelled: bool, classes: Optional[Mapping[str, int]], on_error: str,
-                      skipped: "Accumulator", listed_on: str) -> list[dict[str, np.ndarray]]:
+                      skipped: "Accumulator", listed_on: str,
+                      storage_options: Optional[Mapping[str, Any]] = None) -> list[dict[str, np.ndarray]]:
     """One partition's shard of its images, in their order (with ``"y"`` if ``labelled``); local
-    files were listed on host ``listed_on``."""
+    files were listed on host ``listed_on``, object-store files are opened with ``storage_options``."""
     pixels, labels = [], []
     for path, source, stored in images:
-        content = _file_bytes(reader, path, source, listed_on)
+        content = _file_bytes(reader, path, source, listed_on, storage_options)
         try:
             pixels.append(_decode(content, size, mode))
         except Exception as error:  # noqa: BLE001 - Pillow's decoders raise many kinds for a bad file
@@ -462,7 +500,7 @@ def _partitioned_images(df: Optional["SparkDataFrame"], files: Sequence[str], nu
     another filesystem (HDFS, S3), and read_parquet's table, are read by Spark's scan of ``df``,
     whose partitions are packed by size, not by name, so the bytes are shuffled into the slices on
     the executors."""
-    local_files = [_local_file(path) for path in files]
+    local_files = [_local_file(path) or (path if is_object_store(path) else None) for path in files]
     if df is None or (df.columns == ["path", "content"] and all(local_files)):
         pairs = list(zip(files, local_files))
         starts = _slice_starts(len(files), num_partitions) + [len(files)]
@@ -476,7 +514,7 @@ def _partitioned_images(df: Optional["SparkDataFrame"], files: Sequence[str], nu
 
 def _decoded_shards(df: Optional["SparkDataFrame"], files: Sequence[str], *, num_partitions: Optional[int],
                     reader: str, size: tuple[int, int], mode: str, label: Label, classes: Optional[list[str]],
-                    on_error: str) -> SparkXShards:
+                    on_error: str, storage_options: Optional[Mapping[str, Any]] = None) -> SparkXShards:
     """Shards of the images ``files`` (local files), or of ``df`` (``path``, ``content`` and maybe
     ``label``), lazily decoded on the executors, with ``classes`` and ``skipped`` attached."""
     import functools
@@ -487,7 +525,7 @@ def _decoded_shards(df: Optional["SparkDataFrame"], files: Sequence[str], *, num
     skipped = sc.accumulator(frozenset(), _skipped_param(reader))
     decode = functools.partial(
         _decode_partition, reader=reader, size=size, mode=mode, label=label, on_error=on_error, skipped=skipped,
-        listed_on=this_host(),
+        listed_on=this_host(), storage_options=storage_options,
         labelled=label is not None or (df is not None and "label" in df.columns),
         classes={name: index for index, name in enumerate(classes)} if classes is not None and label == "folder" else None,
     )
@@ -503,14 +541,16 @@ def _decoded_shards(df: Optional["SparkDataFrame"], files: Sequence[str], *, num
 # ---------------------------------------------------------------------------------------------
 
 def read_images(path: Union[str, "os.PathLike[str]"], size: tuple[int, int], label: Label = "folder", mode: str = "RGB",
-                on_error: str = "raise", num_partitions: Optional[int] = None) -> SparkXShards:
+                on_error: str = "raise", num_partitions: Optional[int] = None, *,
+                storage_options: Optional[Mapping[str, Any]] = None) -> SparkXShards:
     """Read image files into XShards of uint8 pixel arrays, decoded and resized on the executors.
 
     Parameters
     ----------
     path : str
         A folder (every image file below it, at any depth), an image file, or a glob such as
-        ``"/data/*/*.jpg"`` (Hadoop's glob rules); local, ``file://``, ``hdfs://`` or ``s3a://``.
+        ``"/data/*/*.jpg"`` (Hadoop's glob rules); local, ``file://``, ``hdfs://``, or ``s3://``
+        (listed and read through s3fs, the ``s3`` extra, by the tasks that decode the files).
         Image files are those ending in one of :data:`IMAGE_EXTENSIONS`, in any case; names
         starting with ``.`` or ``_`` are left out, as Spark does.
     size : (int, int)
@@ -527,6 +567,10 @@ def read_images(path: Union[str, "os.PathLike[str]"], size: tuple[int, int], lab
     num_partitions : int, optional
         Number of partitions (one shard each). By default Spark's default parallelism, or more
         so that no shard holds more than ~128 MB of pixels; never more than the number of files.
+    storage_options : dict, optional
+        Options of an ``s3://`` path (``key``, ``secret``, ``endpoint_url``, ...), as pandas
+        takes them; by default from Spark's ``fs.s3a.*`` conf and the driver's ``AWS_*``
+        environment (see :mod:`zoo_lite.data.filesystems`).
 
     Returns
     -------
@@ -575,12 +619,13 @@ def read_images(path: Union[str, "os.PathLike[str]"], size: tuple[int, int], lab
     on_error = _check_choice(on_error, "on_error", _ON_ERROR)
     if num_partitions is not None:
         num_partitions = check_positive_int(num_partitions, "num_partitions")
-    df, files = None, _list_local_images(path, "path")
+    options = storage_options_for(path, storage_options)
+    df, files = None, _list_images_by_python(path, "path", options)
     if files is None:
         df, files = _list_images(_image_session(), path, "path")
     classes = sorted({_parent_name(file) for file in files}) if label == "folder" else None
     return _decoded_shards(df, files, num_partitions=num_partitions, reader="read_images", size=size, mode=mode,
-                           label=label, classes=classes, on_error=on_error)
+                           label=label, classes=classes, on_error=on_error, storage_options=options)
 
 
 def _table_schema(labelled: bool) -> "pa.Schema":
@@ -659,7 +704,8 @@ def write_parquet(format: str, output_path: str, path: Optional[str] = None, *, 
         ``"image_folder"`` is Orca's name; both mean the same. Orca's ``"mnist"`` and ``"voc"``
         are not supported.
     output_path : str
-        The folder the table is written to (Spark's Parquet writer; local, hdfs://, s3a://).
+        The folder the table is written to (Spark's Parquet writer; local, hdfs://, or s3a:// with
+        ``hadoop-aws`` on Spark's classpath, see :func:`~zoo_lite.data.filesystems.check_spark_reads`).
     path : str
         The images: a folder, a file or a glob, as for :func:`read_images`.
     directory : str, optional
@@ -721,7 +767,11 @@ def write_parquet(format: str, output_path: str, path: Optional[str] = None, *, 
     on_error = _check_choice(on_error, "on_error", _ON_ERROR)
     write_mode = _check_choice(write_mode, "write_mode", _WRITE_MODES)
     session = _image_session()
+    # Spark's binaryFile source reads the images and its Parquet writer writes the table: s3a:// only
+    check_spark_reads(session.sparkContext, source, "path" if path is not None else "directory")
+    check_spark_reads(session.sparkContext, output_path, "output_path")
     check_every_host_sees(session.sparkContext, output_path, "output_path")
+    source, output_path = as_spark_path(source), as_spark_path(output_path)
     df, files = _list_images(session, source, "path" if path is not None else "directory")
     if label_map is not None:
         mapping, classes = label_map, _label_map_classes(label_map)
@@ -816,6 +866,8 @@ def read_parquet(format: str, path: str, size: tuple[int, int], mode: str = "RGB
     if num_partitions is not None:
         num_partitions = check_positive_int(num_partitions, "num_partitions")
     session = _image_session()
+    check_spark_reads(session.sparkContext, path, "path")
+    path = as_spark_path(path)
     try:
         table = session.read.parquet(path)
     except AnalysisException as error:

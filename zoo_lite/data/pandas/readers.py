@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from zoo_lite.data import convert
+from zoo_lite.data.filesystems import as_spark_path, check_spark_reads, is_object_store, storage_options_for, storage_errors
 from zoo_lite.data.paths import PathLike, expand_paths, file_sizes, missing_on_executor, this_host
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.data.spark_jobs import spark_read_errors
@@ -71,6 +72,39 @@ def _session() -> "SparkSession":
     from zoo_lite.context import OrcaContext
 
     return OrcaContext.get_spark_session()
+
+
+def _located_files(file_path: PathLike, backend: Optional[str], kwargs: Mapping[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+    """The backend, the files of ``file_path``, and the reader's keywords. The pandas backend lists
+    and reads object stores through fsspec, with ``storage_options`` resolved once here (so that
+    credentials set in the driver's environment reach the tasks); Spark's readers list them
+    themselves, through Hadoop's S3A file system."""
+    backend, kwargs = _resolve_backend(backend), dict(kwargs)
+    paths = [file_path] if isinstance(file_path, str) else list(file_path) if isinstance(file_path, (list, tuple)) else []
+    remote = [path for path in paths if isinstance(path, str) and is_object_store(path)]
+    if backend == "spark":
+        if "storage_options" in kwargs:
+            raise InvalidArgumentError(
+                f"storage_options={kwargs['storage_options']!r} is for backend='pandas'; Spark's reader takes S3 credentials "
+                "from the conf spark.hadoop.fs.s3a.access.key / secret.key / endpoint (init_orca_context(conf={...}))")
+        if remote:
+            sc = _session().sparkContext
+            for path in remote:
+                check_spark_reads(sc, path, "file_path")
+            return backend, [as_spark_path(path) for path in paths], kwargs
+        return backend, expand_paths(file_path, "file_path"), kwargs
+    options = storage_options_for(remote[0] if remote else "", kwargs.pop("storage_options", None))
+    files = expand_paths(file_path, "file_path", options)
+    if remote:
+        kwargs["storage_options"] = options
+    return backend, files, kwargs
+
+
+def _for_file(kwargs: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """The reader's keywords for one file: pandas refuses ``storage_options`` with a local path."""
+    if "storage_options" in kwargs and not is_object_store(path):
+        return {name: value for name, value in kwargs.items() if name != "storage_options"}
+    return kwargs
 
 
 def _refuse_unknown(kwargs: Mapping[str, Any], allowed: frozenset, reader: str) -> None:
@@ -147,7 +181,8 @@ def _even_groups(sizes: Sequence[int], count: int) -> list[range]:
 
 def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame], kwargs: Mapping[str, Any], argument: str) -> SparkXShards:
     sc = _session().sparkContext
-    groups = [[files[index] for index in group] for group in file_groups(file_sizes(files), sc.defaultParallelism)]
+    sizes = file_sizes(files, kwargs.get("storage_options"))
+    groups = [[files[index] for index in group] for group in file_groups(sizes, sc.defaultParallelism)]
     options = ByValue(dict(kwargs), "keyword arguments")   # converters and other functions of the user's own modules
     listed_on = this_host()
 
@@ -156,7 +191,8 @@ def _read_files_with_pandas(files: list[str], reader: Callable[..., pd.DataFrame
         frames = []
         for path in (path for paths in file_lists for path in paths):
             try:
-                frames.append(reader(path, **options.value))
+                with storage_errors(path, argument):
+                    frames.append(reader(path, **_for_file(options.value, path)))
             except FileNotFoundError as error:
                 raise DataReadError(missing_on_executor(argument, path, listed_on)) from error
             except (ValueError, OSError) as error:
@@ -215,7 +251,7 @@ def read_csv_file(path: str, **kwargs: Any) -> pd.DataFrame:
     >>> frame.dtypes.astype(str).tolist(), frame["name"].tolist(), frame["day"].tolist()
     (['int64', 'object', 'object'], ['x', nan], ['2024-01-02', '2024-01-03'])
     """
-    if pyarrow_can_read(kwargs):
+    if pyarrow_can_read({name: value for name, value in kwargs.items() if name != "storage_options"}):
         try:
             frame = pd.read_csv(path, engine="pyarrow", **kwargs)
         except (ValueError, TypeError, pd.errors.ParserError):   # pyarrow's parse errors are ValueErrors
@@ -972,16 +1008,16 @@ def _json_layout(files: list[str], kwargs: dict[str, Any]) -> dict[str, Any]:
         if "lines" in kwargs and bool(kwargs["lines"]) == bool(multi_line):
             raise InvalidArgumentError(f"multiLine={multi_line!r} contradicts lines={kwargs['lines']!r}; pass only one of them")
         kwargs["lines"] = not multi_line
-    if "lines" not in kwargs and kwargs.get("orient") is None and _looks_like_json_lines(files[0]):
+    if "lines" not in kwargs and kwargs.get("orient") is None and _looks_like_json_lines(files[0], kwargs.get("storage_options")):
         kwargs["lines"] = True
     return kwargs
 
 
-def _looks_like_json_lines(path: str) -> bool:
+def _looks_like_json_lines(path: str, storage_options: Optional[Mapping[str, Any]] = None) -> bool:
     import fsspec
 
     found = 0
-    with fsspec.open(path, "rt") as handle:
+    with fsspec.open(path, "rt", **(storage_options or {})) as handle:
         for line in handle:
             if not line.strip():
                 continue
@@ -1125,8 +1161,8 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     >>> read_csv(str(folder), backend="pandas", skipfooter=1, engine="python").concat_to_pdf()["location"].tolist()
     ['paris']
     """
-    files = expand_paths(file_path, "file_path")
-    if _resolve_backend(backend) == "pandas":
+    backend, files, kwargs = _located_files(file_path, backend, kwargs)
+    if backend == "pandas":
         return _read_text_with_pandas(files, read_csv_file, kwargs, "read_csv")
     with spark_read_errors():
         return _read_csv_spark(files, dict(kwargs))
@@ -1185,8 +1221,8 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     >>> list(read_json(str(path), names=["n", "s"]).concat_to_pdf().columns)
     ['n', 's']
     """
-    files = expand_paths(file_path, "file_path")
-    if _resolve_backend(backend) == "pandas":
+    backend, files, kwargs = _located_files(file_path, backend, kwargs)
+    if backend == "pandas":
         return _read_json_pandas(files, _json_layout(files, kwargs))
     with spark_read_errors():
         return _read_json_spark(files, dict(kwargs))
@@ -1259,9 +1295,9 @@ def read_parquet(file_path: PathLike, columns: Optional[Sequence[str]] = None, s
     >>> read_parquet(path, schema="a LONG, c DOUBLE").concat_to_pdf().columns.tolist()
     ['a', 'c']
     """
-    files = expand_paths(file_path, "file_path")
+    backend, files, kwargs = _located_files(file_path, backend, kwargs)
     spark_schema = _spark_schema(schema) if schema is not None else None
-    if _resolve_backend(backend) == "pandas":
+    if backend == "pandas":
         if spark_schema is not None:  # the same schema, as pyarrow's: read_parquet passes it to pyarrow
             from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -1,12 +1,20 @@
-"""Checkpoint file names: ``epoch=<n>.ckpt`` in a directory, shared by the Estimators."""
+"""Checkpoint files, shared by the Estimators: ``epoch=<n>.ckpt`` names in a directory, written
+whole or not at all, on a local (or shared) file system or in an object store (``s3://``, through
+:mod:`zoo_lite.data.filesystems`, with the credentials it resolves on the process that writes)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from typing import Optional
+import shutil
+import tempfile
+from typing import Iterator, Optional
 
-__all__ = ["checkpoint_path", "latest_checkpoint", "write_atomically"]
+from zoo_lite.data.filesystems import filesystem, is_object_store, storage_errors, storage_options_for
+from zoo_lite.errors import InvalidArgumentError
+
+__all__ = ["checkpoint_path", "latest_checkpoint", "write_atomically", "read_file", "local_copy", "written_from_local"]
 
 _NAME_RE = re.compile(r"^epoch=(\d+)\.ckpt$")
 
@@ -38,10 +46,19 @@ def latest_checkpoint(checkpoint_dir: str) -> Optional[str]:
     >>> os.path.basename(latest_checkpoint(folder))
     'epoch=10.ckpt'
     """
-    if not os.path.isdir(checkpoint_dir):
-        return None
-    epochs = [(int(match.group(1)), name) for name in os.listdir(checkpoint_dir) if (match := _NAME_RE.match(name))]
+    names = _object_names(checkpoint_dir) if is_object_store(checkpoint_dir) else (
+        os.listdir(checkpoint_dir) if os.path.isdir(checkpoint_dir) else [])
+    epochs = [(int(match.group(1)), name) for name in names if (match := _NAME_RE.match(name))]
     return os.path.join(checkpoint_dir, max(epochs)[1]) if epochs else None
+
+
+def _object_names(folder: str) -> list[str]:
+    """The names of the objects directly below an object-store ``folder`` (none if it is not there)."""
+    fs, name = filesystem(folder, storage_options_for(folder), "checkpoint_dir")
+    with storage_errors(folder, "checkpoint_dir"):
+        if not fs.isdir(name):
+            return []
+        return [entry.rstrip("/").rsplit("/", 1)[-1] for entry in fs.ls(name, detail=False)]
 
 
 def write_atomically(path: str, data: bytes) -> None:
@@ -56,7 +73,77 @@ def write_atomically(path: str, data: bytes) -> None:
     >>> pathlib.Path(target).read_bytes(), os.listdir(os.path.dirname(target))
     (b'state', ['epoch=1.ckpt'])
     """
+    if is_object_store(path):   # an object appears whole when its upload ends, never in part
+        fs, name = filesystem(path, storage_options_for(path), "path")
+        with storage_errors(path, "path"):
+            fs.pipe_file(name, data)
+        return
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path + ".tmp", "wb") as file:
         file.write(data)
     os.replace(path + ".tmp", path)
+
+
+def read_file(path: str, caller: str, what: str = "checkpoint") -> bytes:
+    """The bytes of the file (or object) at ``path``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Nothing is at ``path``: the message names ``caller``, what was looked for, and the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp(), "a.ckpt")
+    >>> _ = target.write_bytes(b"state")
+    >>> read_file(str(target), "load_checkpoint")
+    b'state'
+    >>> read_file(str(target) + ".gone", "load_checkpoint")
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: load_checkpoint: no checkpoint at path='....gone'
+    """
+    try:
+        if is_object_store(path):
+            fs, name = filesystem(path, storage_options_for(path), "path")
+            with storage_errors(path, "path"):
+                return fs.cat_file(name)
+        with open(path, "rb") as file:
+            return file.read()
+    except (FileNotFoundError, IsADirectoryError) as error:
+        raise InvalidArgumentError(f"{caller}: no {what} at path={path!r}") from error
+
+
+@contextlib.contextmanager
+def local_copy(path: str, caller: str, what: str) -> Iterator[str]:
+    """``path`` itself when it is local, else a local copy of the object (for readers, such as
+    Keras', that open local files only), removed afterwards."""
+    if not is_object_store(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="zoo_lite-copy-")
+    try:
+        local = os.path.join(folder, path.rstrip("/").rsplit("/", 1)[-1])
+        with open(local, "wb") as file:
+            file.write(read_file(path, caller, what))
+        yield local
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def written_from_local(path: str) -> Iterator[str]:
+    """Where to write the file for ``path``: ``path`` itself when it is local; else a local file
+    that is uploaded to the object store, whole, when the block ends without an error."""
+    if not is_object_store(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="zoo_lite-upload-")
+    try:
+        local = os.path.join(folder, path.rstrip("/").rsplit("/", 1)[-1])
+        yield local
+        with open(local, "rb") as file:
+            write_atomically(path, file.read())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

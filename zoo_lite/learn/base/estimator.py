@@ -161,12 +161,7 @@ class GroupEstimator:
     def load_checkpoint(self, path: str) -> None:
         """Resume from :meth:`save_checkpoint`'s file (or one that ``model_dir`` made): the next
         ``fit`` continues at the epoch after it."""
-        try:
-            with open(path, "rb") as file:
-                blob = file.read()
-        except (FileNotFoundError, IsADirectoryError) as error:
-            raise InvalidArgumentError(f"load_checkpoint: no checkpoint at path={path!r}") from error
-        self._take_state(blob)
+        self._take_state(checkpoints.read_file(path, "load_checkpoint"))
 
     # -- worker group -------------------------------------------------------------------------------
 

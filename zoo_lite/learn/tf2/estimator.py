@@ -16,6 +16,7 @@ import numpy as np
 
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.learn.base import checkpoints
 from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
 from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
 from zoo_lite.learn.base.progress import learn_logger
@@ -264,7 +265,8 @@ class KerasEstimator(GroupEstimator):
             raise InvalidArgumentError(f"save: filepath={filepath!r} must end in '.keras' (Keras 3's format); "
                                        "use save_weights for a '.weights.h5' file")
         _unsupported("save_format", save_format, None, "Keras 3 saves the '.keras' format")
-        self._model.save(filepath, overwrite=overwrite)
+        with checkpoints.written_from_local(filepath) as local:
+            self._model.save(local, overwrite=overwrite)
         return filepath
 
     def load(self, filepath: str, custom_objects: Optional[dict[str, Any]] = None, compile: bool = True) -> None:
@@ -274,7 +276,8 @@ class KerasEstimator(GroupEstimator):
         try:
             # zoo_lite's own metric classes (Orca's Accuracy) are known without the user naming them
             objects = {**keras_custom_objects(), **(custom_objects or {})}
-            model = keras.models.load_model(filepath, custom_objects=objects, compile=compile)
+            with checkpoints.local_copy(filepath, "load", "Keras model") as local:
+                model = keras.models.load_model(local, custom_objects=objects, compile=compile)
         except (FileNotFoundError, ValueError) as error:
             raise InvalidArgumentError(f"load: cannot load a Keras model from filepath={filepath!r}: {error}") from error
         check_built(model, "load: the saved model")
@@ -284,13 +287,15 @@ class KerasEstimator(GroupEstimator):
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> str:
         """The model's weights to a ``.weights.h5`` file (Keras' ``save_weights``)."""
-        self._model.save_weights(filepath, overwrite=overwrite)
+        with checkpoints.written_from_local(filepath) as local:
+            self._model.save_weights(local, overwrite=overwrite)
         return filepath
 
     def load_weights(self, filepath: str) -> None:
         """Weights from :meth:`save_weights` (or a ``.keras`` file); the workers get them on next use."""
         try:
-            self._model.load_weights(filepath)
+            with checkpoints.local_copy(filepath, "load_weights", "weights file") as local:
+                self._model.load_weights(local)
         except FileNotFoundError as error:
             raise InvalidArgumentError(f"load_weights: no weights file at filepath={filepath!r}") from error
         self._workers_have_driver_state = False
