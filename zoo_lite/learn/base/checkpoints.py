@@ -116,20 +116,26 @@ def read_file(path: str, caller: str, what: str = "checkpoint") -> bytes:
 
 
 @contextlib.contextmanager
+def _local_stand_in(path: str) -> Iterator[str]:
+    """A local file path named as ``path``'s last part, in a folder removed afterwards."""
+    folder = tempfile.mkdtemp(prefix="zoo_lite-object-")
+    try:
+        yield os.path.join(folder, path.rstrip("/").rsplit("/", 1)[-1])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def local_copy(path: str, caller: str, what: str) -> Iterator[str]:
     """``path`` itself when it is local, else a local copy of the object (for readers, such as
     Keras', that open local files only), removed afterwards."""
     if not is_object_store(path):
         yield path
         return
-    folder = tempfile.mkdtemp(prefix="zoo_lite-copy-")
-    try:
-        local = os.path.join(folder, path.rstrip("/").rsplit("/", 1)[-1])
+    with _local_stand_in(path) as local:
         with open(local, "wb") as file:
             file.write(read_file(path, caller, what))
         yield local
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -139,11 +145,7 @@ def written_from_local(path: str) -> Iterator[str]:
     if not is_object_store(path):
         yield path
         return
-    folder = tempfile.mkdtemp(prefix="zoo_lite-upload-")
-    try:
-        local = os.path.join(folder, path.rstrip("/").rsplit("/", 1)[-1])
+    with _local_stand_in(path) as local:
         yield local
         with open(local, "rb") as file:
             write_atomically(path, file.read())
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
