@@ -22,7 +22,9 @@ EXTRAS = {
     "tf": ["tensorflow-cpu>=2.16", "keras>=3", "tqdm>=4.60"],
     # s3:// paths for the pandas backend's readers, write_parquet, saved models and model_dir
     "s3": ["s3fs>=2024.2"],
-    "tfds": ["tensorflow-datasets>=4.9"],
+    # tfds imports importlib_resources for a builder defined in a package, but requires it only
+    # on Python < 3.9
+    "tfds": ["tensorflow-datasets>=4.9", "importlib_resources>=6"],
     # every torchvision wheel on PyPI is a CUDA build; beside a CPU torch zoo_lite makes its
     # datasets, transforms and models importable (zoo_lite.learn.pytorch.torchvision_import)
     "vision": ["torchvision>=0.20"],

@@ -7,7 +7,8 @@ batches of ``batch_size`` and keeps its own slice of each (``rank * n // workers
 steps, each element is used once per epoch, and the union of the slices is the global batch,
 whatever the dataset's length. This needs every worker to see the elements in the same order:
 ``shuffle`` ops get fixed seeds derived from ``seed`` and the epoch (a different order each epoch,
-the same on every worker), and the pipeline runs deterministically.
+the same on every worker), and the pipeline runs deterministically (parallel ops that ask for
+any order, as ``tfds.load(..., shuffle_files=True)`` reads its files, are set to keep order).
 
 A dataset that repeats forever (``.repeat()`` without a count) needs ``steps_per_epoch`` (and
 ``validation_steps`` / ``num_steps`` where it is validation or evaluation data). A step is one
@@ -22,6 +23,12 @@ reads the first ``num_steps`` global batches, as Keras' ``fit`` and ``evaluate``
 A Dataset object travels as its serialized graph (``Dataset._as_serialized_graph``, TensorFlow's
 own mechanism for tf.data service). Python functions (``py_function``, ``numpy_function``,
 ``from_generator``) cannot travel in a graph: such datasets get an error suggesting a creator.
+
+``fit`` and ``evaluate`` take elements of ``(features, labels)``; elements without labels (the
+dicts of ``tfds.load`` without ``as_supervised=True``) are refused, saying how to map them
+(:func:`check_labelled`). ``predict`` cuts the dataset into contiguous slices of rows, one per
+Spark task, each task reading the pipeline up to its slice (:func:`predict_slice`), so that the
+predictions come back in the dataset's order; labels, when there are any, are left out.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from zoo_lite.learn.base.creators import call_data_creator, creator_takes_batch_
 if TYPE_CHECKING:
     import tensorflow as tf
 
-__all__ = ["DatasetGraph", "is_input", "shippable", "is_dataset_input", "dataset_graph", "global_batch_size", "worker_dataset", "count_rows"]
+__all__ = ["DatasetGraph", "is_input", "shippable", "training_input", "is_dataset_input", "dataset_graph", "global_batch_size", "worker_dataset",
+           "count_rows", "epoch_datasets", "check_labelled", "predict_slice_checks", "predict_slice"]
 
 #: ops that run Python, by what the user wrote
 _PYTHON_OPS = {"GeneratorDataset": "Dataset.from_generator", "EagerPyFunc": "tf.py_function",
@@ -60,6 +68,15 @@ def is_input(data: Any) -> bool:
 def shippable(data: Any) -> Any:
     """A tf.data.Dataset object as the graph the workers rebuild it from; a creator as it is."""
     return dataset_graph(data) if is_dataset_input(data) and not callable(data) else data
+
+
+def training_input(data: Any) -> Any:
+    """:func:`shippable` for ``fit`` and ``evaluate``: a Dataset object's elements are checked for
+    labels here on the driver (:func:`check_labelled`); a creator's on the workers, which run it."""
+    shipped = shippable(data)
+    if isinstance(shipped, DatasetGraph):
+        check_labelled(shipped.element_spec)
+    return shipped
 
 
 def _is_tf_dataset(data: Any) -> bool:
@@ -157,10 +174,30 @@ def dataset_graph(dataset: "tf.data.Dataset") -> DatasetGraph:
 
 
 def _seeded_graph(blob: bytes, seed: int, epoch: int) -> bytes:
-    """The graph with every shuffle op seeded from (seed, epoch, op index), reshuffling off: the
-    same order on every worker, a new one each epoch. A shuffle with its own seed keeps it and
-    still varies by epoch."""
+    """The graph as every worker runs it in ``epoch``: its shuffles seeded alike
+    (:func:`_seed_shuffles`) and its parallel ops in order (:func:`_make_deterministic`)."""
     graph = _graph_def(blob)
+    _seed_shuffles(graph, seed, epoch)
+    _make_deterministic(graph)
+    return graph.SerializeToString()
+
+
+def _make_deterministic(graph: Any) -> None:
+    """Turn ``deterministic=False`` into True on every parallel op (interleave, map, batch), in the
+    graph and its functions. An op's own setting wins over ``tf.data.Options.deterministic``, and
+    ``tfds.load(..., shuffle_files=True)`` without a shuffle seed reads its files with
+    ``deterministic=False``: each worker would then see the rows in its own order, and the slices
+    of a global batch would repeat some rows and lose others."""
+    nodes = list(graph.node) + [node for function in graph.library.function for node in function.node_def]
+    for node in nodes:
+        if "deterministic" in node.attr and node.attr["deterministic"].s == b"false":
+            node.attr["deterministic"].s = b"true"
+
+
+def _seed_shuffles(graph: Any, seed: int, epoch: int) -> None:
+    """Seed every shuffle op from (seed, epoch, op index), reshuffling off: the same order on
+    every worker, a new one each epoch. A shuffle with its own seed keeps it and still varies by
+    epoch."""
     nodes = {node.name: node for node in graph.node}
     for index, node in enumerate(n for n in graph.node if n.op in _SHUFFLE_OPS):
         if node.op == "ShuffleDatasetV3":   # V3 draws from a seed-generator resource; V1 uses the seeds as given
@@ -177,7 +214,6 @@ def _seeded_graph(blob: bytes, seed: int, epoch: int) -> bytes:
             own = int(values[0]) if values else 0
             const.attr["value"].tensor.int64_val[:] = [(own * 1_000_003 + seed * 7919 + epoch * 104_729 + index * 31 + offset)
                                                        % (2**62) + 1]
-    return graph.SerializeToString()
 
 
 def global_batch_size(data: Any, config: dict[str, Any], batch_size: int) -> int:
@@ -213,6 +249,16 @@ def creator_graph(creator: Callable[..., Any], config: dict[str, Any], batch_siz
         return dataset_graph(dataset)
     except InvalidArgumentError:
         return None
+
+
+def epoch_datasets(data: Any, config: dict[str, Any], batch_size: int, seed: int) -> Callable[[int], "tf.data.Dataset"]:
+    """``epoch -> the unbatched dataset of that epoch`` for a shipped Dataset (a :class:`DatasetGraph`)
+    or a creator, with the same shuffle order on every worker and task (see the module's text)."""
+    shipped = data if isinstance(data, DatasetGraph) else creator_graph(data, config, batch_size, seed)
+    if shipped is not None:
+        return lambda epoch: shipped.dataset(seed, epoch)
+    # a creator with Python ops: run again each epoch, with the same global seed everywhere
+    return lambda epoch: unbatched(run_creator(data, config, batch_size, seed + epoch))
 
 
 def unbatched(dataset: "tf.data.Dataset") -> "tf.data.Dataset":
@@ -258,6 +304,87 @@ def split_element(element: tuple[Any, ...]) -> tuple[Any, Any]:
         f"data: a dataset element has {len(element)} parts; zoo_lite takes (features, labels) pairs "
         "(sample weights are not supported: use fit's class_weight)"
     )
+
+
+def _element_kind(element_spec: Any) -> Optional[str]:
+    """What an element without labels is, in words (None for an element with labels, or with
+    more parts, which :func:`split_element` refuses)."""
+    from collections.abc import Mapping
+
+    if isinstance(element_spec, Mapping):
+        return f"dicts with keys {sorted(element_spec)}"
+    if isinstance(element_spec, tuple) and len(element_spec) != 1:
+        return None
+    return "features alone"
+
+
+def check_labelled(element_spec: Any) -> None:
+    """Refuse, for ``fit`` and ``evaluate``, a dataset whose elements carry no labels apart (a
+    dict, as ``tfds.load`` gives without ``as_supervised=True``, or features alone): Keras would
+    fail later with a message about the model's inputs or a ``None``.
+
+    Examples
+    --------
+    >>> import tensorflow as tf
+    >>> check_labelled(tf.data.Dataset.from_tensor_slices(([1.0], [0])).element_spec)
+    >>> check_labelled(tf.data.Dataset.from_tensor_slices({"image": [1.0], "label": [0]}).element_spec)
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: data: the tf.data.Dataset's elements are dicts with keys ['image', 'label'], with no labels apart; ...
+    """
+    kind = _element_kind(element_spec)
+    if kind is not None:
+        raise InvalidArgumentError(
+            f"data: the tf.data.Dataset's elements are {kind}, with no labels apart; fit and evaluate take "
+            "(features, labels) pairs: map them, e.g. dataset.map(lambda d: (d['image'], d['label'])), or load "
+            "pairs with tfds.load(..., as_supervised=True)"
+        )
+
+
+def predict_slice_checks(dataset: "tf.data.Dataset") -> None:
+    """Refuse, for ``predict``, an endless dataset and elements that are dicts (a model takes one
+    tensor per input, in order)."""
+    import tensorflow as tf
+
+    if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
+        raise InvalidArgumentError("predict: the tf.data.Dataset repeats forever; predict reads every element: "
+                                   "pass a finite dataset, e.g. dataset.take(<rows>)")
+    kind = _element_kind(dataset.element_spec)
+    if kind is not None and kind != "features alone":
+        raise InvalidArgumentError(
+            f"predict: the tf.data.Dataset's elements are {kind}; predict takes features (one tensor, or a tuple "
+            "with one per model input) or (features, labels) pairs: map them, e.g. dataset.map(lambda d: d['image'])"
+        )
+
+
+def predict_slice(index: int, *, data: Any, slices: int, config: dict[str, Any], batch_size: int,
+                  seed: int) -> dict[str, Any]:
+    """The features of slice ``index`` of ``slices`` contiguous slices of a tf.data input (a
+    :class:`DatasetGraph` or a creator), as the dict shard predict takes: ``{"x": array or tuple
+    of arrays}``, rows in the dataset's order, labels left out.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorflow as tf
+    >>> shipped = dataset_graph(tf.data.Dataset.from_tensor_slices((np.arange(5.0), np.arange(5))).batch(2))
+    >>> [predict_slice(i, data=shipped, slices=2, config={}, batch_size=2, seed=0)["x"].tolist() for i in range(2)]
+    [[0.0, 1.0], [2.0, 3.0, 4.0]]
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    dataset = epoch_datasets(data, config, batch_size, seed)(0)
+    predict_slice_checks(dataset)
+    total = count_rows(dataset)
+    start, stop = index * total // slices, (index + 1) * total // slices
+    options = tf.data.Options()
+    options.deterministic = True   # every task must see the rows in the same order
+    features = dataset.skip(start).take(stop - start).map(lambda *element: split_element(element)[0]).with_options(options)
+    rows = next(iter(features.batch(stop - start).as_numpy_iterator()), None) if stop > start else None
+    if rows is None:   # an empty slice: arrays with no rows, of the features' shapes
+        rows = tf.nest.map_structure(lambda spec: np.zeros((0, *[d or 0 for d in spec.shape]), spec.dtype.as_numpy_dtype),
+                                     features.element_spec)
+    return {"x": tuple(rows) if isinstance(rows, (tuple, list)) else rows}
 
 
 def count_rows(unbatched: "tf.data.Dataset") -> int:

@@ -25,7 +25,7 @@ from zoo_lite.learn.metrics import keras_custom_objects, keras_metrics, with_ker
 from zoo_lite.learn.tf2 import datasets
 from zoo_lite.learn.tf2.callbacks import check_callbacks, output_paths_of
 from zoo_lite.learn.tf2.feeds import as_model_dtype
-from zoo_lite.learn.tf2.predict import KERAS_OWN_MODEL_PREDICT
+from zoo_lite.learn.tf2.predict import KERAS_OWN_MODEL_PREDICT, predict_dataset
 from zoo_lite.learn.tf2.runner import KerasRunner
 from zoo_lite.learn.tf2.specs import (KerasSpec, check_built, check_compiled, decode_state_into, encode_state, is_compiled,
                                       model_from_bytes, model_to_bytes)
@@ -42,7 +42,7 @@ KERAS = Framework(
     is_input=datasets.is_input,
     batch_size=datasets.global_batch_size,
     cast_labels=as_model_dtype,
-    prepare_input=datasets.shippable,
+    prepare_input=datasets.training_input,   # fit and evaluate: a Dataset without labels is refused on the driver
     callback_output_paths=output_paths_of,
 )
 
@@ -229,17 +229,22 @@ class KerasEstimator(GroupEstimator):
         array<float> for a wider output; ``output_cols`` names one column per model output), an
         XShards with ``"prediction"`` in each dict shard or a ``prediction`` column in each pandas
         shard. Runs in the Spark tasks that hold the data (see :mod:`zoo_lite.learn.base.predict`).
+        A ``tf.data.Dataset`` (of features, or of ``(features, labels)`` pairs whose labels are
+        left out) or a creator of one gives, as in Orca, an XShards of ``{"prediction": array}``
+        whose partitions follow the dataset's order; each Spark task reads its slice of the rows
+        (see :func:`zoo_lite.learn.tf2.predict.predict_dataset`).
 
         Returns
         -------
         SparkXShards or pyspark.sql.DataFrame
-            The input's kind, with the predictions added.
+            The input's kind, with the predictions added; an XShards for tf.data inputs.
 
         Raises
         ------
         InvalidArgumentError
-            ``data`` is neither an XShards nor a Spark DataFrame, a DataFrame comes without
-            ``feature_cols``, or ``output_cols`` does not name one column per output.
+            ``data`` is neither an XShards, a Spark DataFrame nor a tf.data input, a DataFrame
+            comes without ``feature_cols``, ``output_cols`` does not name one column per output,
+            or a Dataset repeats forever or has dict elements.
 
         Examples
         --------
@@ -253,10 +258,17 @@ class KerasEstimator(GroupEstimator):
         >>> shards = XShards.partition({"x": np.ones((4, 2), "float32")}, num_shards=2)
         >>> [shard["prediction"].shape for shard in Estimator.from_keras(model=model).predict(shards).collect()]
         [(2,), (2,)]
+        >>> import tensorflow as tf
+        >>> dataset = tf.data.Dataset.from_tensor_slices((np.ones((5, 2), "float32"), np.zeros(5)))
+        >>> sum(len(shard["prediction"]) for shard in Estimator.from_keras(model=model).predict(dataset).collect())
+        5
         """
         _unsupported("steps", steps, None, "predict covers all rows")
         _unsupported("callbacks", callbacks, None, "predict runs no callbacks")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        if datasets.is_input(data):
+            return predict_dataset(data, self.framework.model_payload(self._model), self.spec.config, self.spec.seed,
+                                   check_positive_int(batch_size, "batch_size"), output_cols)
         return self._predict(data, feature_cols, batch_size, output_cols)
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True, save_format: Optional[str] = None) -> str:

@@ -12,16 +12,21 @@ array<string> columns as string tensors (a model that starts with ``StringLookup
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from typing import Any, Collection, Optional
+from typing import TYPE_CHECKING, Any, Collection, Optional, Sequence
 
 import numpy as np
 
 from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
-__all__ = ["KERAS_PREDICT", "KERAS_OWN_MODEL_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files"]
+if TYPE_CHECKING:
+    from zoo_lite.data import SparkXShards
+
+__all__ = ["KERAS_PREDICT", "KERAS_OWN_MODEL_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files",
+           "predict_dataset"]
 
 #: the prefix of the modules (and their files) that TensorFlow's autograph writes
 _AUTOGRAPH_PREFIX = "__autograph_generated_file"
@@ -131,3 +136,42 @@ KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_
 #: the Estimator's own model: loaded with Keras' safe mode off, so that Lambda layers load
 KERAS_OWN_MODEL_PREDICT = PredictRecipe(load=_own_model_from_payload, run=predict_arrays, set_threads=_set_threads,
                                         input_signature=input_signature, strings=True)
+
+
+def _predictions_only(shard: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in shard.items() if name != "x"}
+
+
+def predict_dataset(data: Any, payload: bytes, config: dict[str, Any], seed: int, batch_size: int,
+                    output_cols: Optional[Sequence[str]] = None) -> "SparkXShards":
+    """Predictions of the model in ``payload`` over a tf.data input (a Dataset or a creator), as
+    Orca gave them: a SparkXShards of ``{"prediction": array}`` (or one key per ``output_cols``),
+    its partitions in the dataset's order. A Dataset is checked here (an endless one, or dict
+    elements, are an ``InvalidArgumentError``); a creator when it runs, in the tasks.
+
+    Examples
+    --------
+    >>> import numpy as np, keras, tensorflow as tf
+    >>> from zoo_lite import init_orca_context
+    >>> _ = init_orca_context(cores=2)
+    >>> model = keras.Sequential([keras.Input(shape=(1,)), keras.layers.Dense(1, kernel_initializer="ones")])
+    >>> from zoo_lite.learn.tf2.specs import model_to_bytes
+    >>> data = tf.data.Dataset.from_tensor_slices((np.arange(5.0)[:, None], np.zeros(5)))
+    >>> shards = predict_dataset(data, model_to_bytes(model), {}, seed=0, batch_size=2)
+    >>> np.concatenate([shard["prediction"] for shard in shards.collect()]).tolist()
+    [0.0, 1.0, 2.0, 3.0, 4.0]
+    """
+    from zoo_lite.context import OrcaContext
+    from zoo_lite.data import SparkXShards
+    from zoo_lite.learn.base.predict import predict_xshards
+    from zoo_lite.learn.tf2 import datasets
+
+    shipped = datasets.shippable(data)
+    if isinstance(shipped, datasets.DatasetGraph):
+        datasets.predict_slice_checks(shipped.dataset(seed, 0))
+    sc = OrcaContext.get_spark_context()
+    slices = sc.defaultParallelism
+    indices = SparkXShards(sc.parallelize(range(slices), slices), transient=True)
+    features = indices.map_partitions(functools.partial(datasets.predict_slice, data=shipped, slices=slices, config=config,
+                                                        batch_size=batch_size, seed=seed))
+    return predict_xshards(features, payload, KERAS_OWN_MODEL_PREDICT, None, batch_size, output_cols).map_partitions(_predictions_only)

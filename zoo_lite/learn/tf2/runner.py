@@ -198,16 +198,10 @@ class KerasRunner(RunnerBase):
         """A tf.data pipeline (a :class:`DatasetGraph` or a creator) every worker builds."""
         from zoo_lite.learn.tf2 import datasets
 
-        seed = self.spec.seed
-        if isinstance(data, datasets.DatasetGraph):
-            shipped: Optional[datasets.DatasetGraph] = data
-        else:
-            shipped = datasets.creator_graph(data, self.config, batch_size, seed)
-        if shipped is not None:
-            build = lambda epoch: shipped.dataset(seed, epoch)  # noqa: E731
-        else:   # a creator with Python ops: run it again each epoch, with the same global seed everywhere
-            build = lambda epoch: datasets.unbatched(datasets.run_creator(data, self.config, batch_size, seed + epoch))  # noqa: E731
-        feed = DatasetFeed(build, datasets.count_rows(build(0)), self.rank, self.world_size)
+        build = datasets.epoch_datasets(data, self.config, batch_size, self.spec.seed)
+        first = build(0)
+        datasets.check_labelled(first.element_spec)   # fit and evaluate need labels
+        feed = DatasetFeed(build, datasets.count_rows(first), self.rank, self.world_size)
         if feed.total_rows:
             self._check_feed(feed)
         return feed
