@@ -20,7 +20,9 @@ PyTorch CPU index) loads its operators, and the fix does nothing.
 
 ``import zoo_lite`` runs the fix just before the first ``import torchvision`` of a process (see
 :mod:`zoo_lite.import_hooks`), so a user's plain ``import torchvision`` works in the driver, in
-Spark's Python workers and in Ray workers.
+Spark's Python workers and in Ray workers. A process that imports torchvision before zoo_lite, directly
+or through a library that imports it (torchmetrics does), fails as without zoo_lite: import zoo_lite
+first.
 """
 
 from __future__ import annotations
