@@ -191,9 +191,13 @@ def filesystem(path: str, storage_options: Optional[Mapping[str, Any]] = None, a
         raise DataReadError(f"{argument}={path!r}: no filesystem can open it ({type(error).__name__}: {error})") from error
 
 
+def _bucket_of(path: str) -> str:
+    """The bucket an object-store ``path`` names."""
+    return _as_fsspec_path(path).split("://", 1)[1].split("/", 1)[0]
+
+
 def _bucket_error(path: str, argument: str) -> str:
-    bucket = _as_fsspec_path(path).split("://", 1)[1].split("/", 1)[0]
-    return f"{argument}={path!r}: the bucket {bucket!r} does not exist; check the bucket name (and the endpoint)"
+    return f"{argument}={path!r}: the bucket {_bucket_of(path)!r} does not exist; check the bucket name (and the endpoint)"
 
 
 @contextlib.contextmanager
@@ -223,7 +227,7 @@ def storage_errors(path: str, argument: str) -> Iterator[None]:
 def missing_object_error(fs: Any, path: str, argument: str) -> str:
     """The message for an object-store ``path`` that does not exist: its bucket is missing, or
     the key is."""
-    bucket = _as_fsspec_path(path).split("://", 1)[1].split("/", 1)[0]
+    bucket = _bucket_of(path)
     with storage_errors(path, argument):
         has_bucket = fs.exists(bucket)
     if not has_bucket:
