@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.learn.base.ports import PORT_TAKEN_SIGNS, free_port
+from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
 
@@ -71,6 +72,10 @@ _SILENCE_CHECK_INTERVAL_S = 2.0
 #: a host unheard for this long is going silent as a whole; its workers are left to the node's
 #: heartbeat (a task cannot reach them to end them, and their CPUs never show as free)
 _QUIET_HOST_S = 3.0
+#: a silent worker whose host has missed a node heartbeat too is left to the node's heartbeat:
+#: the two beats keep their own clocks, up to a beat apart, so the bar of ``_QUIET_HOST_S``
+#: would race a worker's ``heartbeat_timeout_s`` of 3 s (a cut-off host reported as a silent process)
+_HOST_MISSED_A_BEAT_S = 1.5 * HEARTBEAT_INTERVAL_S
 #: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
 _ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -423,8 +428,8 @@ class WorkerGroup:
         Called before new actors are started, to make their CPUs free.
     heartbeat_timeout_s : float, default 30
         A worker that sends no heartbeat for this long is treated as lost (``WorkerError`` with
-        ``lost=True``), as if its process had died; one whose host sent no node heartbeat for
-        3 s either is left to the node's ``heartbeat_timeout_s`` of ``init_orca_context``.
+        ``lost=True``), as if its process had died; one whose host missed a node heartbeat too is
+        left to the node's ``heartbeat_timeout_s`` of ``init_orca_context``.
 
     Examples
     --------
@@ -619,9 +624,9 @@ class WorkerGroup:
         if self.progress_board is None or time.monotonic() < self._next_silence_check:
             return
         self._next_silence_check = time.monotonic() + _SILENCE_CHECK_INTERVAL_S
-        quiet_hosts = set(self._ray_context.quiet_nodes(_QUIET_HOST_S)) & set(self.node_names)
-        self._standby_beside_quiet_hosts(quiet_hosts)
-        self._raise_if_a_worker_is_silent(what, quiet_hosts)
+        group_nodes = set(self.node_names)
+        self._standby_beside_quiet_hosts(set(self._ray_context.quiet_nodes(_QUIET_HOST_S)) & group_nodes)
+        self._raise_if_a_worker_is_silent(what, set(self._ray_context.quiet_nodes(_HOST_MISSED_A_BEAT_S)) & group_nodes)
 
     def _standby_beside_quiet_hosts(self, quiet_hosts: set[str]) -> None:
         """While a node of the group is quiet (maybe lost in ``heartbeat_timeout_s``), keep idle
@@ -642,8 +647,9 @@ class WorkerGroup:
     def _raise_if_a_worker_is_silent(self, what: str, quiet_hosts: set[str]) -> None:
         """A worker that stopped sending heartbeats ends the call (a look at the board): Ray sees
         nothing wrong with a stopped process, and its peers would wait for it in a collective for
-        ``collective_timeout_s``. A worker on one of ``quiet_hosts`` (its whole host went quiet)
-        is the node heartbeat's to report (:meth:`_raise_if_a_node_was_lost`), as a lost node."""
+        ``collective_timeout_s``. A worker on one of ``quiet_hosts`` (its host missed a node
+        heartbeat too) is the node heartbeat's to report (:meth:`_raise_if_a_node_was_lost`), as a
+        lost node, or else its own once the host is heard again."""
         import ray
 
         try:
