@@ -32,6 +32,7 @@ from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
+from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, workers_on_executors
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
 from zoo_lite.learn.base.worker_group import Standby, WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
 
@@ -78,6 +79,27 @@ class _LoadedFeed:
     batch_size: int
 
 
+def _stage_per_call(method: Callable[..., T]) -> Callable[..., T]:
+    """On the Spark backend, a call's barrier stage ends with the call (see :meth:`GroupEstimator._end_spark_call`)."""
+
+    @functools.wraps(method)
+    def one_stage(self: "GroupEstimator", *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._end_spark_call()
+    return one_stage
+
+
+@dataclass
+class _BoundRows:
+    """Rows bound to the Spark backend's stages under one key, for as long as the same input comes back."""
+
+    source: Callable[[], Any]   # weak reference to the input object
+    columns: Columns
+    feed: RowsFeed
+
+
 @dataclass(frozen=True)
 class FitRequest:
     """One ``fit``, in the terms every framework shares.
@@ -120,7 +142,12 @@ class GroupEstimator:
         self.logger = logger
         self._model = model
         self._extras = extras
-        self._group: Optional[WorkerGroup] = None
+        self._group: Optional[Union[WorkerGroup, SparkTaskGroup]] = None
+        #: backend="spark": the rows each input key is bound to, the keys the running call loaded,
+        #: and the framework inputs it loaded (sent again to a stage started anew)
+        self._bound_rows: dict[str, _BoundRows] = {}
+        self._call_keys: set[str] = set()
+        self._call_datasets: dict[str, tuple[Any, int]] = {}
         self._standby: Optional[Standby] = None   # a lost group's idle workers, for the next group
         self._workers_have_driver_state = False
         self._feeds: dict[str, _LoadedFeed] = {}
@@ -165,8 +192,15 @@ class GroupEstimator:
 
     # -- worker group -------------------------------------------------------------------------------
 
-    def _workers(self) -> WorkerGroup:
+    @property
+    def _on_spark(self) -> bool:
+        """Whether the workers are the tasks of a Spark barrier stage (``backend="spark"``), not Ray actors."""
+        return self.workers.backend == "spark"
+
+    def _workers(self) -> Union[WorkerGroup, SparkTaskGroup]:
         """The live worker group, started (with Ray, on demand) if there is none."""
+        if self._on_spark:
+            return self._spark_stage()
         ray_context_started_on_demand()   # first, so that a Ray that lost a node is restarted
         if self._group is not None and not self._group.is_alive_in_current_ray():
             self._drop_group()
@@ -185,6 +219,40 @@ class GroupEstimator:
             self._workers_have_driver_state = True
         return self._group
 
+    def _spark_stage(self) -> SparkTaskGroup:
+        """The running barrier stage of this call, started with the rows it loaded if there is
+        none (or it holds others); it is given the driver's state and the call's framework inputs."""
+        wanted = [self._bound_rows[key].feed for key in sorted(self._call_keys) if key in self._bound_rows]
+        group = self._group
+        if group is not None and (not group.is_alive_in_current_ray() or group.feed_keys != {feed.key for feed in wanted}):
+            self._drop_group()
+        if self._group is None:
+            self._workers_have_driver_state = False
+            factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
+            self._group = SparkTaskGroup(factory, self._spark_worker_count(), wanted, self.start_timeout_s,
+                                         self.spec.worker_config.heartbeat_timeout_s)
+            for key, (shipped, batch_size) in self._call_datasets.items():
+                self._guarded(lambda group: group.call(functools.partial(_load_dataset, key, shipped, batch_size)))
+        if not self._workers_have_driver_state:
+            blob = self._driver_state_bytes()
+            self._guarded(lambda group: group.call(lambda runner: runner.set_state(blob)))
+            self._workers_have_driver_state = True
+        return self._group
+
+    def _spark_worker_count(self) -> int:
+        from zoo_lite.context import OrcaContext
+
+        return workers_on_executors(OrcaContext.get_spark_context(), self.workers.per_node, self.workers.total)
+
+    def _end_spark_call(self) -> None:
+        """After a call on the Spark backend: its stage ends (it holds task slots), and the next
+        call starts its own; the driver holds the state."""
+        if self._on_spark:
+            self._call_keys, self._call_datasets = set(), {}
+            if self._group is not None:
+                self._group.shutdown()
+            self._group, self._feeds = None, {}
+
     def _call(self, call: Callable[[Runner], T], on_poll: Optional[Callable[[], None]] = None) -> list[T]:
         """``call(runner)`` on every worker; results in rank order. ``call`` is pickled to the
         workers: it must not capture the Estimator."""
@@ -195,6 +263,8 @@ class GroupEstimator:
 
     def _guarded(self, action: Callable[[WorkerGroup], Any]) -> Any:
         """Run ``action`` on the group; a failed group is dropped so that the next call starts afresh."""
+        if self._group is None and self._on_spark:
+            self._spark_stage()
         assert self._group is not None
         self._busy = True
         try:
@@ -223,8 +293,8 @@ class GroupEstimator:
 
     @property
     def num_workers(self) -> int:
-        """Workers in the group (starts it if needed)."""
-        return self._workers().num_workers
+        """Workers in the group (starts it if needed; on the Spark backend, the tasks its stages run)."""
+        return self._spark_worker_count() if self._on_spark else self._workers().num_workers
 
     @property
     def estimator(self) -> "GroupEstimator":
@@ -243,6 +313,9 @@ class GroupEstimator:
         if self._standby is not None:
             self._standby.end()
         self._group, self._feeds, self._standby = None, {}, None
+        for bound in self._bound_rows.values():
+            bound.feed.release()
+        self._bound_rows = {}
 
     def _drop_group(self) -> None:
         """End a failed or stale group; its standby (``WorkerConfig(standby_workers=True)``) is
@@ -304,6 +377,8 @@ class GroupEstimator:
     def _nodes_added_back(self) -> bool:
         """Whether Ray on Spark has more nodes than the group runs on: Spark gave back executors
         after a loss, and the nodes started on them are up."""
+        if self._on_spark:
+            return False   # each stage runs on the executors Spark has then
         nodes = len(ray_context_started_on_demand(add_missing_nodes=True).nodes)
         return self._group is not None and nodes > self._group.nodes_used
 
@@ -342,9 +417,13 @@ class GroupEstimator:
 
     def _load(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool = True) -> tuple[int, int]:
         """Put ``data`` into the workers under ``key``; returns (total rows, global batch size)."""
+        rows_input = is_rows_input(data)
+        if self._on_spark:
+            self._call_keys.add(key)
+            if rows_input:
+                return self._bind_rows(key, data, columns, batch_size, need_labels), batch_size
         group = self._workers()
         loaded = self._feeds.get(key)
-        rows_input = is_rows_input(data)
         if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
             return loaded.total_rows, batch_size
         self._feeds.pop(key, None)
@@ -356,7 +435,7 @@ class GroupEstimator:
         shipped = None if rows_input else self.framework.prepare_input(data)
         if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
             batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
-        if batch_size < group.num_workers:
+        if batch_size < self.num_workers:
             raise InvalidArgumentError(
                 f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
                 f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers"
@@ -364,13 +443,41 @@ class GroupEstimator:
         if rows_input:
             total_rows = self._load_rows(key, data, columns, need_labels)
         else:
-            total_rows = self._call(lambda runner: runner.load_dataset(key, shipped, batch_size))[0]
+            total_rows = self._call(functools.partial(_load_dataset, key, shipped, batch_size))[0]
             check_has_rows(total_rows)
+            if self._on_spark:   # loaded again by a stage started anew within this call
+                self._call_datasets[key] = (shipped, batch_size)
         try:
             self._feeds[key] = _LoadedFeed(weakref.ref(data), columns, total_rows, batch_size)
         except TypeError:
             pass  # an input that cannot be weakly referenced is simply loaded again next time
         return total_rows, batch_size
+
+    def _bind_rows(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool) -> int:
+        """backend="spark": bind ``data``'s rows to ``key`` (counted and cut for the workers, read
+        by the stage's tasks themselves); the same input again keeps its binding. Its row count."""
+        from zoo_lite.data.shard import model_arrays_of
+
+        bound = self._bound_rows.get(key)
+        if bound is None or bound.source() is not data or bound.columns != columns:
+            workers = self._spark_worker_count()
+            if batch_size < workers:
+                raise InvalidArgumentError(
+                    f"batch_size={batch_size} is smaller than the number of workers ({workers}); batch_size is the global "
+                    f"batch, split over the workers: use at least {workers}, or fewer workers")
+            if bound is not None:
+                bound.feed.release()
+                del self._bound_rows[key]
+            feed = RowsFeed.of(key, model_arrays_of(data, columns, need_labels=need_labels).rdd, workers)
+            if feed.total_rows == 0:
+                feed.release()
+                check_has_rows(0)
+            try:
+                bound = _BoundRows(weakref.ref(data), columns, feed)
+            except TypeError:
+                bound = _BoundRows(lambda: None, columns, feed)   # cannot be weakly referenced: bound anew next time
+            self._bound_rows[key] = bound
+        return bound.feed.total_rows
 
     def _load_rows(self, key: str, data: Any, columns: Columns, need_labels: bool) -> int:
         """Spread the rows of an XShards or DataFrame over the workers, local partitions first."""
@@ -390,6 +497,7 @@ class GroupEstimator:
 
     # -- fit, evaluate, predict -----------------------------------------------------------------------
 
+    @_stage_per_call
     def _fit(self, request: FitRequest, on_epoch: Callable[[int, dict[str, Any]], None] = lambda epoch, logs: None
              ) -> list[dict[str, Any]]:
         """Train as ``request`` says, resuming from the last completed epoch after a lost worker;
@@ -412,8 +520,8 @@ class GroupEstimator:
         files = FitFiles(request.callbacks, self.framework.callback_output_paths)
 
         def begin(resumed_states: Optional[list[dict[str, Any]]] = None) -> None:
-            assert self._group is not None
-            relays = files.plan(resumed=resumed_states is not None, staging_parent=self._group.node_temp_dir(0))
+            group = self._workers()
+            relays = files.plan(resumed=resumed_states is not None, staging_parent=group.node_temp_dir(0))
             plan = FitPlan(list(request.callbacks), request.epochs.stop, steps_each, relays, resumed_states)
             try:
                 self._call(lambda runner: runner.begin_fit(plan))
@@ -466,6 +574,7 @@ class GroupEstimator:
     def _progress(self) -> dict[str, Any]:
         return self._group.progress() if self._group else {}
 
+    @_stage_per_call
     def _evaluate(self, data: Any, columns: Columns, batch_size: int, max_steps: Optional[int] = None) -> dict[str, Any]:
         """Loss and metrics over ``data``, aggregated exactly over the workers."""
         total_rows, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
@@ -595,24 +704,25 @@ class EstimatorEntry:
                         seed: Optional[int], num_workers: Optional[int] = None) -> tuple[Workers, dict[str, Any], int]:
         """The workers asked for, the user's ``config`` (a copy) and the seed (drawn when None),
         after checking the arguments every ``from_*`` takes."""
-        # Orca's backend names; every one of them runs zoo_lite's Ray-on-Spark worker group
+        # Orca's backend names: "spark" trains in Spark barrier tasks, the others on Ray on Spark
         backends = ("ray", "spark", "tf2", "torch_distributed")
         if backend == "horovod":
             raise InvalidArgumentError(
                 f"backend='horovod' is not supported: zoo_lite does not provide Horovod (its workers average gradients "
                 f"themselves: gloo for PyTorch, a MultiWorkerMirroredStrategy loop for Keras); use backend='ray' (the "
-                f"default) or any of {list(backends)}, which all run the same way"
+                f"default), or backend='spark' on a cluster that cannot run Ray"
             )
         if backend not in backends:
             raise InvalidArgumentError(
-                f"backend={backend!r} is not supported; use one of {list(backends)} (all run zoo_lite's Ray-on-Spark "
-                "worker group; 'ray' is the default)"
+                f"backend={backend!r} is not supported; use one of {list(backends)} ('ray', the default, and Orca's "
+                "'tf2' and 'torch_distributed' train on Ray on Spark; 'spark' trains in Spark barrier tasks, without Ray)"
             )
         if config is not None and not isinstance(config, dict):
             raise InvalidArgumentError(f"config={config!r} must be a dict")
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**31))
-        return Workers.of(workers_per_node, num_workers), dict(config or {}), int(seed)
+        return (Workers.of(workers_per_node, num_workers, "spark" if backend == "spark" else "ray"), dict(config or {}),
+                int(seed))
 
 
 # runner calls without a closure: pickled by reference, as module-level functions
@@ -631,6 +741,10 @@ def _relayed_files(final: bool, runner: Runner) -> list[tuple[str, bytes]]:
 
 def _load_rows(key: str, held: list[Any], partition_rows: list[int], one_row: Any, runner: Runner) -> int:
     return runner.load_rows(key, held, partition_rows, one_row)
+
+
+def _load_dataset(key: str, data: Any, batch_size: int, runner: Runner) -> int:
+    return runner.load_dataset(key, data, batch_size)
 
 
 def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:

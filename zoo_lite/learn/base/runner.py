@@ -113,6 +113,10 @@ class Runner(Protocol):
     def load_rows(self, key: str, held: list[RowRange], partition_rows: list[int], one_row: RowRange) -> int:
         """Take this worker's rows out of Ray's object store as the feed ``key``; its row count."""
 
+    def load_shards(self, key: str, shards: list[Any], partition_rows: Sequence[int],
+                    ranges: Sequence[tuple[int, int, int]]) -> int:
+        """This worker's rows, read by itself (a Spark task), as the feed ``key``; its row count."""
+
     def load_dataset(self, key: str, data: Any, batch_size: int) -> int:
         """A framework input (DataLoader, tf.data, creator) as the feed ``key``; its total rows."""
 
@@ -200,18 +204,25 @@ class RunnerBase:
         """Take this worker's rows out of Ray's object store: ``held`` ranges of every partition
         whose row counts are ``partition_rows``. A worker without rows reads ``one_row`` for the
         arrays' shapes: it still runs every step, with an empty share."""
-        from zoo_lite.data import convert
         from zoo_lite.data.ray_xshards import shards_of_ranges
 
-        if held:
-            arrays = convert.concat_model_arrays(shards_of_ranges(held))
-        else:
-            first = convert.concat_model_arrays(shards_of_ranges([one_row]))
-            arrays = {"x": tuple(x[:0] for x in first["x"]), **({"y": first["y"][:0]} if "y" in first else {})}
-        ranges = [(partition, start, stop) for _, partition, start, stop in held]
+        shards = shards_of_ranges(held if held else [one_row])
+        return self.load_shards(key, shards, partition_rows, [(partition, start, stop) for _, partition, start, stop in held])
+
+    def load_shards(self, key: str, shards: list[Any], partition_rows: Sequence[int],
+                    ranges: Sequence[tuple[int, int, int]]) -> int:
+        """This worker's rows as the feed ``key``: model-array ``shards`` of its ``ranges``
+        (``(partition, start, stop)``, in order) of partitions whose row counts are
+        ``partition_rows``. With no ranges, ``shards`` only show the arrays' shapes (the worker
+        still runs every step, with an empty share). Returns the worker's row count."""
+        from zoo_lite.data import convert
+
+        arrays = convert.concat_model_arrays(shards)
+        if not ranges:
+            arrays = {"x": tuple(x[:0] for x in arrays["x"]), **({"y": arrays["y"][:0]} if "y" in arrays else {})}
         if "y" in arrays:
             arrays = {**arrays, "y": self.framework.cast_labels(arrays["y"], self.label_rule)}
-        self.feeds[key] = self.held_feed(arrays, partition_rows, ranges)
+        self.feeds[key] = self.held_feed(arrays, partition_rows, list(ranges))
         return self.feeds[key].local_rows
 
     def dataset_feed(self, data: Any, batch_size: int) -> Any:

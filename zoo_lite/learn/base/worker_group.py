@@ -716,15 +716,17 @@ class Workers:
 
     per_node: int = 1
     total: Optional[int] = None
+    #: where they run: "ray" (actors of Ray on Spark) or "spark" (the tasks of a Spark barrier stage)
+    backend: str = "ray"
 
     @staticmethod
-    def of(workers_per_node: Optional[int], num_workers: Optional[int]) -> "Workers":
+    def of(workers_per_node: Optional[int], num_workers: Optional[int], backend: str = "ray") -> "Workers":
         """The checked choice of ``from_torch``/``from_keras``; giving both is an error.
 
         Examples
         --------
-        >>> Workers.of(None, None), Workers.of(2, None), Workers.of(None, 3)
-        (Workers(per_node=1, total=None), Workers(per_node=2, total=None), Workers(per_node=1, total=3))
+        >>> Workers.of(None, None), Workers.of(2, None), Workers.of(None, 3, "spark")
+        (Workers(per_node=1, total=None, backend='ray'), Workers(per_node=2, total=None, backend='ray'), Workers(per_node=1, total=3, backend='spark'))
         """
         if workers_per_node is not None and num_workers is not None:
             raise InvalidArgumentError(
@@ -732,8 +734,9 @@ class Workers:
                 "(the total, spread over the Ray nodes) or workers_per_node (Orca's: on every node), not both"
             )
         if num_workers is not None:
-            return Workers(total=check_positive_int(num_workers, "num_workers"))
-        return Workers(per_node=check_positive_int(1 if workers_per_node is None else workers_per_node, "workers_per_node"))
+            return Workers(total=check_positive_int(num_workers, "num_workers"), backend=backend)
+        return Workers(per_node=check_positive_int(1 if workers_per_node is None else workers_per_node, "workers_per_node"),
+                       backend=backend)
 
 
 def workers_on_nodes(nodes: int, workers_per_node: int = 1, num_workers: Optional[int] = None) -> list[int]:

@@ -235,7 +235,9 @@ class Estimator(EstimatorEntry):
             torchmetrics objects or callables ``(preds, target) -> tensor`` (a per-row mean),
             aggregated exactly over all workers.
         backend : {"ray", "spark", "torch_distributed"}
-            Orca's names; all run on zoo_lite's Ray-on-Spark worker group. ``"horovod"`` is not provided.
+            ``"ray"`` (and Orca's ``"torch_distributed"``) trains on Ray actors inside the Spark executors;
+            ``"spark"`` trains in the tasks of a Spark barrier stage, with no Ray (for clusters that
+            cannot run Ray, and short jobs: see docs/backends.md). ``"horovod"`` is not provided.
         config : dict, optional
             Passed to the creators; the user's own.
         workers_per_node : int, optional

@@ -358,7 +358,9 @@ class Estimator(EstimatorEntry):
             Orca's: this many workers on every Ray node (1 when neither this nor ``num_workers``
             is given).
         backend : {"ray", "spark", "tf2"}
-            Orca's names; all run on zoo_lite's Ray-on-Spark worker group. ``"horovod"`` is not provided.
+            ``"ray"`` (and Orca's ``"tf2"``) trains on Ray actors inside the Spark executors;
+            ``"spark"`` trains in the tasks of a Spark barrier stage, with no Ray (for clusters that
+            cannot run Ray, and short jobs: see docs/backends.md). ``"horovod"`` is not provided.
         model_dir : str, optional
             When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
         seed : int, optional
