@@ -230,7 +230,7 @@ class GroupEstimator:
             self._workers_have_driver_state = False
             factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
             self._group = SparkTaskGroup(factory, self._spark_worker_count(), wanted, self.start_timeout_s,
-                                         self.spec.worker_config.heartbeat_timeout_s)
+                                         self.spec.worker_config.heartbeat_timeout_s, self.framework.fresh_process_per_group)
             for key, (shipped, batch_size) in self._call_datasets.items():
                 self._guarded(lambda group: group.call(functools.partial(_load_dataset, key, shipped, batch_size)))
         if not self._workers_have_driver_state:
@@ -468,6 +468,9 @@ class GroupEstimator:
             if bound is not None:
                 bound.feed.release()
                 del self._bound_rows[key]
+            if self._group is not None:   # a running stage holds the task slots the count needs; it restarts with these rows
+                self._group.shutdown()
+                self._group = None
             feed = RowsFeed.of(key, model_arrays_of(data, columns, need_labels=need_labels).rdd, workers)
             if feed.total_rows == 0:
                 feed.release()

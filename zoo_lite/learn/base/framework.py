@@ -72,6 +72,9 @@ class Framework:
         ``callback -> attribute names`` of the paths the callback writes files to (its
         ``output_paths``, plus the framework's own file-writing callbacks); see
         :mod:`zoo_lite.learn.base.file_relay`.
+    fresh_process_per_group : bool
+        Its collective runtime can be set up once per process (TensorFlow's): on the Spark
+        backend, whose Python workers Spark reuses, each worker then runs in a new process.
 
     Examples
     --------
@@ -91,6 +94,7 @@ class Framework:
     cast_labels: Callable[[Any, Any], Any]
     prepare_input: Callable[[Any], Any] = _unchanged
     callback_output_paths: Callable[[Any], Sequence[str]] = declared_output_paths
+    fresh_process_per_group: bool = False
 
 
 #: the shortest WorkerConfig(heartbeat_timeout_s): a loaded host may delay a heartbeat or two

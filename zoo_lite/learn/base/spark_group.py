@@ -27,6 +27,8 @@ driver's state (see :meth:`GroupEstimator._recover`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -185,7 +187,9 @@ def check_task_slots(sc: "SparkContext", num_workers: int) -> None:
 @dataclass(frozen=True)
 class _TaskSpec:
     """What every task of the stage gets: where the driver listens, the group's secret, what
-    builds the runner, and the ranges of the rows it is handed."""
+    builds the runner, the ranges of the rows it is handed, and whether the runner needs a
+    process of its own (TensorFlow sets its collective runtime up once per process, and Spark
+    reuses its Python workers from task to task)."""
 
     driver: tuple[str, int]
     secret: str
@@ -193,6 +197,16 @@ class _TaskSpec:
     world_size: int
     cores_per_executor: int
     rows: Mapping[str, tuple[list[int], list[list[tuple[int, int, int]]], Any]] = field(default_factory=dict)
+    fresh_process: bool = False
+
+
+@dataclass(frozen=True)
+class _Place:
+    """A task's place in the group, read from its barrier context."""
+
+    rank: int
+    host: str
+    num_threads: int
 
 
 class _DriverLink:
@@ -221,7 +235,7 @@ class _DriverLink:
             time.sleep(_BEAT_INTERVAL_S)
             try:
                 self.send(("beat",))
-            except OSError:
+            except (OSError, ValueError):
                 return
 
 
@@ -255,7 +269,7 @@ def _connect_to_driver(spec: _TaskSpec, rank: int) -> _DriverLink:
             time.sleep(0.2)
     sock.settimeout(None)
     link = _DriverLink(Connection(sock.detach()))
-    link.send(("hello", spec.secret, rank, socket.gethostname(), os.getpid()))
+    link.send(("hello", spec.secret, rank, os.getpid()))
     threading.Thread(target=link.beat_forever, name="zoo_lite-task-heartbeat", daemon=True).start()
     return link
 
@@ -270,56 +284,126 @@ def _held_shards(slices: Iterator[tuple[str, int, int, int, list[Any]]], spec: _
     return held
 
 
-def _threads_of(context: Any, rank: int, cores_per_executor: int) -> int:
-    """The cores of this task's executor shared by the group's tasks there."""
+def _place_of(context: Any, cores_per_executor: int) -> _Place:
+    """The task's rank, its executor's host, and the cores of that executor shared by the group's tasks there."""
+    rank = context.partitionId()
     addresses = [info.address for info in context.getTaskInfos()]
-    return max(1, cores_per_executor // max(1, addresses.count(addresses[rank])))
+    threads = max(1, cores_per_executor // max(1, addresses.count(addresses[rank])))
+    return _Place(rank, addresses[rank].rsplit(":", 1)[0], threads)
 
 
-def _start_runner(spec: _TaskSpec, link: _DriverLink, context: Any, rank: int, held: dict[str, list[Any]]) -> Any:
-    """Build this task's runner, connect it to its peers and load its rows; their counts."""
-    info = TaskWorkerInfo(rank, spec.world_size, _threads_of(context, rank, spec.cores_per_executor), None, link)
-    runner = spec.runner_factory(info)
-    host = context.getTaskInfos()[rank].address.rsplit(":", 1)[0]
-    listen = getattr(runner, "listen", None)
-    port = listen(host) if listen is not None else free_port(host)
-    addresses = [tuple(json.loads(text)) for text in context.allGather(json.dumps([host, port]))]
-    runner.connect([(str(h), int(p)) for h, p in addresses])
-    for key, shards in held.items():
-        partition_rows, assignment, _ = spec.rows[key]
-        runner.load_shards(key, shards, partition_rows, assignment[rank])
+def _start_runner(spec: _TaskSpec, link: _DriverLink, place: _Place, held: dict[str, list[Any]],
+                  gather: Callable[[str], list[str]]) -> Any:
+    """Build this task's runner, connect it to its peers (their addresses exchanged by ``gather``)
+    and load its rows."""
+    runner = spec.runner_factory(TaskWorkerInfo(place.rank, spec.world_size, place.num_threads, None, link))
+    try:
+        listen = getattr(runner, "listen", None)
+        port = listen(place.host) if listen is not None else free_port(place.host)
+        addresses = [json.loads(text) for text in gather(json.dumps([place.host, port]))]
+        runner.connect([(str(host), int(number)) for host, number in addresses])
+        for key, shards in held.items():
+            partition_rows, assignment, _ = spec.rows[key]
+            runner.load_shards(key, shards, partition_rows, assignment[place.rank])
+    except BaseException:
+        runner.close()
+        raise
     return runner
 
 
-def _run_task(spec: _TaskSpec, slices: Iterator[Any]) -> list[Any]:
-    """One worker: start the runner, then run the driver's calls until it says to end."""
-    from pyspark import BarrierTaskContext
-
-    context = BarrierTaskContext.get()
-    rank = context.partitionId()
-    link = _connect_to_driver(spec, rank)
+def _serve(spec: _TaskSpec, place: _Place, held: dict[str, list[Any]], gather: Callable[[str], list[str]]) -> None:
+    """One worker: start the runner, then run the driver's calls until it says to end (or is gone)."""
+    link = _connect_to_driver(spec, place.rank)
     runner = None
     try:
-        runner = _start_runner(spec, link, context, rank, _held_shards(slices, spec, rank))
-        link.send(("ok", None))
-    except BaseException as error:  # noqa: BLE001 - told to the driver, which ends the group
-        link.send(_failure(error))
-    while True:
         try:
-            call = link.receive()
-        except (EOFError, OSError):
-            break   # the driver ended the group
-        if call is _CLOSE:
-            if runner is not None:
-                runner.close()
+            runner = _start_runner(spec, link, place, held, gather)
             link.send(("ok", None))
-            break
-        try:
-            link.send(("ok", call(runner)))
-        except BaseException as error:  # noqa: BLE001 - the driver decides what a failure ends
+        except BaseException as error:  # noqa: BLE001 - told to the driver, which ends the group
             link.send(_failure(error))
-    link.connection.close()
+        while True:
+            try:
+                call = link.receive()
+            except (EOFError, OSError):
+                break   # the driver ended the group
+            if call is _CLOSE:
+                break
+            try:
+                link.send(("ok", call(runner)))
+            except BaseException as error:  # noqa: BLE001 - the driver decides what a failure ends
+                link.send(_failure(error))
+    finally:
+        if runner is not None:
+            runner.close()   # a reused Python worker must not keep a process group or shared memory
+        with contextlib.suppress(OSError):
+            link.send(("ok", None))
+        link.connection.close()
+
+
+def _run_task(spec_bytes: bytes, slices: Iterator[Any]) -> list[Any]:
+    """A barrier task: the worker of its partition, in this Python worker or in a fresh child."""
+    from pyspark import BarrierTaskContext, cloudpickle
+
+    context = BarrierTaskContext.get()
+    spec: _TaskSpec = cloudpickle.loads(spec_bytes)
+    place = _place_of(context, spec.cores_per_executor)
+    held = _held_shards(slices, spec, place.rank)
+    if spec.fresh_process:
+        _serve_in_child(spec_bytes, place, held, context.allGather)
+    else:
+        _serve(spec, place, held, context.allGather)
     return []
+
+
+def _serve_in_child(spec_bytes: bytes, place: _Place, held: dict[str, list[Any]],
+                    gather: Callable[[str], list[str]]) -> None:
+    """:func:`_serve` in a child process that dies with this one, its ``allGather`` relayed."""
+    import pickle
+    import subprocess
+    import sys
+
+    mine, theirs = socket.socketpair()
+    command = [sys.executable, "-c", "import sys; from zoo_lite.learn.base.spark_group import serve_child; "
+                                     "serve_child(int(sys.argv[1]))", str(theirs.fileno())]
+    child = subprocess.Popen(command, pass_fds=[theirs.fileno()], preexec_fn=_die_with_parent)
+    theirs.close()
+    channel = Connection(mine.detach())
+    try:
+        channel.send_bytes(pickle.dumps((sys.path, spec_bytes, place, held)))
+        while child.poll() is None:
+            if channel.poll(_POLL_INTERVAL_S):
+                channel.send_bytes(json.dumps(gather(channel.recv_bytes().decode())).encode())
+    except (EOFError, OSError):
+        pass   # the child ended; the driver hears of it on its own link
+    finally:
+        channel.close()
+        child.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: SIGKILL it when its parent (the Python worker) dies, as
+    Spark kills the workers of a cancelled task."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+
+
+def serve_child(fd: int) -> None:
+    """The child process of :func:`_serve_in_child`: the worker, with its parent's ``sys.path``."""
+    import pickle
+    import sys
+
+    channel = Connection(fd)
+    path, spec_bytes, place, held = pickle.loads(channel.recv_bytes())
+    sys.path[:] = path
+    from pyspark import cloudpickle
+
+    def gather(text: str) -> list[str]:
+        channel.send_bytes(text.encode())
+        return json.loads(channel.recv_bytes())
+
+    _serve(cloudpickle.loads(spec_bytes), place, held, gather)
 
 
 def _failure(error: BaseException) -> tuple[str, Any, str]:
@@ -382,6 +466,9 @@ class SparkTaskGroup:
         Bound on starting the stage, connecting the workers and loading their rows.
     heartbeat_timeout_s : float
         A task that sends nothing for this long is treated as lost.
+    fresh_process : bool
+        Run each runner in a child process of its task (a framework whose collective runtime is
+        set up once per process; Spark reuses its Python workers).
 
     Examples
     --------
@@ -403,7 +490,9 @@ class SparkTaskGroup:
     nodes_used = 0
 
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], num_workers: int, feeds: Sequence[RowsFeed] = (),
-                 start_timeout_s: float = 180.0, heartbeat_timeout_s: float = 30.0) -> None:
+                 start_timeout_s: float = 180.0, heartbeat_timeout_s: float = 30.0, fresh_process: bool = False) -> None:
+        from pyspark import cloudpickle
+
         from zoo_lite.context import OrcaContext
         from zoo_lite.ray_on_spark.cluster import _executor_cores
 
@@ -422,8 +511,10 @@ class SparkTaskGroup:
         self._server = socket.create_server((_driver_host(sc), 0), backlog=num_workers)
         spec = _TaskSpec(self._server.getsockname()[:2], secret, runner_factory, num_workers,
                          _executor_cores(spark, executor_count(sc)),
-                         {feed.key: (feed.partition_rows, feed.assignment, feed.template) for feed in feeds})
-        stage = _stage_input(sc, feeds, num_workers).barrier().mapPartitions(lambda slices: _run_task(spec, slices))
+                         {feed.key: (feed.partition_rows, feed.assignment, feed.template) for feed in feeds}, fresh_process)
+        with user_code_by_value():
+            spec_bytes = cloudpickle.dumps(spec)
+        stage = _stage_input(sc, feeds, num_workers).barrier().mapPartitions(functools.partial(_run_task, spec_bytes))
         self._job = threading.Thread(target=self._run_stage, args=(stage,), name="zoo_lite-spark-backend-stage", daemon=True)
         try:
             self._job.start()
@@ -436,8 +527,7 @@ class SparkTaskGroup:
     def _run_stage(self, stage: "RDD") -> None:
         self._sc.setJobGroup(self._job_group, "zoo_lite training (backend='spark')", interruptOnCancel=True)
         try:
-            with user_code_by_value():   # the job's functions are pickled as it starts
-                stage.collect()
+            stage.collect()
         except BaseException as error:  # noqa: BLE001 - the driver's wait reports it
             self._job_error = error
 

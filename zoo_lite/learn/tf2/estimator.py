@@ -44,6 +44,7 @@ KERAS = Framework(
     cast_labels=as_model_dtype,
     prepare_input=datasets.training_input,   # fit and evaluate: a Dataset without labels is refused on the driver
     callback_output_paths=output_paths_of,
+    fresh_process_per_group=True,   # MultiWorkerMirroredStrategy configures TensorFlow's collectives once per process
 )
 
 
