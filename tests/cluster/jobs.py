@@ -279,16 +279,16 @@ def torch_job(files: str, epochs: int = 2, with_files: bool = True) -> dict[str,
     return result
 
 
-def small_torch_fit(seed: int = 1, epochs: int = 1) -> list[np.ndarray]:
+def small_torch_fit(seed: int = 1, epochs: int = 1, backend: str = "ray") -> list[np.ndarray]:
     """A short fit on numpy shards: the weights."""
-    est, shards = _small_torch_estimator(seed)
+    est, shards = _small_torch_estimator(seed, backend=backend)
     est.fit(shards, epochs=epochs, batch_size=50, feature_cols=["x"], label_cols=["y"])
     weights = torch_weights(est)
     est.shutdown()
     return weights
 
 
-def _small_torch_estimator(seed: int, worker_heartbeat_timeout_s: float = 30.0) -> tuple[Any, Any]:
+def _small_torch_estimator(seed: int, worker_heartbeat_timeout_s: float = 30.0, backend: str = "ray") -> tuple[Any, Any]:
     import torch
     from torch import nn
 
@@ -298,7 +298,7 @@ def _small_torch_estimator(seed: int, worker_heartbeat_timeout_s: float = 30.0) 
 
     x, y = _digits(400)
     est = Estimator.from_torch(model=digits_torch_mlp, optimizer=torch_adam, loss=nn.CrossEntropyLoss(), seed=seed,
-                               config={"seed": seed},
+                               config={"seed": seed}, backend=backend, num_workers=2 if backend == "spark" else None,
                                worker_config=WorkerConfig(heartbeat_timeout_s=worker_heartbeat_timeout_s))
     return est, XShards.partition({"x": x, "y": y}, num_shards=4)
 

@@ -70,6 +70,13 @@ def test_torch_trains_across_hosts_whatever_etc_hosts_says(cluster_driver, small
         simulated_cluster.set_hosts_style(simulated_cluster.hosts_style)
 
 
+def test_the_spark_backend_trains_in_a_task_per_host_over_the_network_as_ray_on_one_host(cluster_driver,
+                                                                                         small_fit_on_one_host) -> None:
+    """backend="spark": two barrier tasks, one per worker host (one core each), meet through
+    Spark's allGather and sum their gradients over the network; the weights are the Ray backend's."""
+    assert_same_weights(cluster_driver.call(jobs.small_torch_fit, backend="spark"), small_fit_on_one_host)
+
+
 def test_keras_trains_with_one_worker_per_host_as_on_one_host(cluster_driver, laptop, simulated_cluster) -> None:
     pending = laptop.submit(jobs.keras_job, "", with_files=False)
     on_cluster = cluster_driver.call(jobs.keras_job, FILES + "/keras")
