@@ -59,3 +59,27 @@ def command_line(script: str, argv: Optional[Sequence[str]]) -> str:
 def log(message: str) -> None:
     """A timestamped progress line on stderr (the report itself goes to stdout)."""
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def epoch_timer(path: str) -> Any:
+    """A Keras callback appending each epoch's wall time, in seconds, as a line of ``path``.
+
+    A ``LambdaCallback`` of closures rather than a Callback subclass, so that this module needs no
+    Keras import; zoo_lite ships it to the workers and runs it on rank 0 only.
+    """
+    import keras
+
+    began: dict[str, float] = {}
+
+    def on_epoch_end(epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
+        elapsed = time.perf_counter() - began["at"]
+        with open(path, "a") as handle:
+            handle.write(f"{elapsed:.6f}\n")
+
+    return keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs=None: began.update(at=time.perf_counter()),
+                                          on_epoch_end=on_epoch_end)
+
+
+def read_epoch_times(path: str) -> list[float]:
+    with open(path) as handle:
+        return [float(line) for line in handle if line.strip()]

@@ -50,34 +50,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 from _mlp_data import CLASSES, FEATURES, KERAS_LEARNING_RATE, frame_arrays, make_dataframe, make_keras_mlp
-from _timing import Timing, command_line, log, timed
+from _timing import Timing, command_line, epoch_timer, log, read_epoch_times, timed
 
 # No TensorFlow or Keras import at module level: the (a) child must size TensorFlow's thread pools
 # before anything starts its runtime.
-
-
-def epoch_timer(path: str) -> Any:
-    """A Keras callback appending each epoch's wall time, in seconds, as a line of ``path``.
-
-    A ``LambdaCallback`` of closures rather than a Callback subclass, so that this module needs no
-    Keras import; zoo_lite ships it to the workers and runs it on rank 0 only.
-    """
-    import keras
-
-    began: dict[str, float] = {}
-
-    def on_epoch_end(epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
-        elapsed = time.perf_counter() - began["at"]
-        with open(path, "a") as handle:
-            handle.write(f"{elapsed:.6f}\n")
-
-    return keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs=None: began.update(at=time.perf_counter()),
-                                          on_epoch_end=on_epoch_end)
-
-
-def read_epoch_times(path: str) -> list[float]:
-    with open(path) as handle:
-        return [float(line) for line in handle if line.strip()]
 
 
 def save_arrays(frame: Any, path: str) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "spark_master_and_conf",
     "tensorflow_log_level",
     "registered_executors",
+    "cores_per_executor",
     "registered_executor_hosts",
     "drop_executors",
 ]
@@ -337,6 +338,23 @@ def registered_executors(spark: "SparkSession") -> int:
     0
     """
     return len(_live_block_managers(spark)) - 1   # minus the driver's
+
+
+def cores_per_executor(spark: "SparkSession", executors: int) -> int:
+    """The cores of each executor: ``spark.executor.cores``, else the cluster's default
+    parallelism shared by ``executors`` (local mode: the driver's cores, ``executors`` = 1).
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=2)
+    >>> cores_per_executor(OrcaContext.get_spark_session(), 1)
+    2
+    """
+    configured = spark.sparkContext.getConf().get("spark.executor.cores")
+    if configured:
+        return int(configured)
+    return max(1, spark.sparkContext.defaultParallelism // max(1, executors))
 
 
 def registered_executor_hosts(spark: "SparkSession") -> list[str]:

@@ -84,6 +84,10 @@ def test_a_torch_fit_runs_in_spark_tasks_without_ray_and_gives_the_ray_backends_
     assert _no_spark_job_left(cluster), "the fit's barrier stage is still running"
     evaluated = est.evaluate(shards, batch_size=32)
     spark_weights = _weights(est)
+    # the two tasks share this host: their gradients are summed in shared memory, as Ray workers' are
+    assert est._call(lambda runner: runner.exchange_kind()) == ["shared_memory", "shared_memory"]
+    est.shutdown()
+    assert _no_spark_job_left(cluster), "shutdown() left the stage running"
 
     on_ray = _torch("ray")
     ray_history = on_ray.fit(shards, epochs=3, batch_size=32, validation_data=shards)
@@ -228,3 +232,15 @@ def test_more_workers_than_task_slots_is_refused_at_once(cluster):
         est.fit(XShards.partition(_classes(60), num_shards=2), epochs=1, batch_size=30)
     assert time.monotonic() - started < 30, "the refusal waited for task slots"
     assert _no_spark_job_left(cluster)
+
+
+def test_nothing_is_left_running_or_on_disk_after_the_spark_backend_tests(cluster):
+    """Run last: no Spark job, no Keras child process, no shared-memory exchange file of this session."""
+    import glob
+    import os
+
+    assert _no_spark_job_left(cluster)
+    children = [p.cmdline() for p in psutil.Process().children(recursive=True) if "serve_child" in " ".join(p.cmdline())]
+    assert not children, children
+    mine = [path for path in glob.glob("/dev/shm/zoo_lite-*") if os.stat(path).st_uid == os.getuid()]
+    assert not mine, mine

@@ -41,7 +41,8 @@ from zoo_lite.ray_on_spark.node_launch import (
     start_node,
     this_process,
 )
-from zoo_lite.spark_settings import RaySettings, drop_executors, memory_to_mb, registered_executor_hosts, registered_executors
+from zoo_lite.spark_settings import (RaySettings, cores_per_executor, drop_executors, memory_to_mb, registered_executor_hosts,
+                                     registered_executors)
 from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
@@ -426,13 +427,6 @@ def _start_local(settings: RaySettings, cores: int) -> RayContext:
     return RayContext(node.gcs_address, [_node_dict(node, cpus)], token, lease, settings=settings)
 
 
-def _executor_cores(spark: "SparkSession", executors: int) -> int:
-    configured = spark.sparkContext.getConf().get("spark.executor.cores")
-    if configured:
-        return int(configured)
-    return max(1, spark.sparkContext.defaultParallelism // max(1, executors))
-
-
 def _check_barrier_possible(spark: "SparkSession", settings: RaySettings) -> None:
     conf = spark.sparkContext.getConf()
     if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
@@ -568,7 +562,7 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
             f"num_ray_nodes={num_nodes} is more than the {executors} Spark executor(s) running; Ray on Spark starts "
             "one node per executor: lower num_ray_nodes, or raise num_nodes (spark.executor.instances)"
         )
-    executor_cores = _executor_cores(spark, executors)
+    executor_cores = cores_per_executor(spark, executors)
     cpus = settings.ray_node_cpu_cores or executor_cores
     driver_host = spark.sparkContext.getConf().get("spark.driver.host", _LOCAL_HOST)
     lease = LeaseServer.start(driver_host, settings.heartbeat_timeout_s)

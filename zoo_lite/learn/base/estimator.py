@@ -242,7 +242,7 @@ class GroupEstimator:
     def _spark_worker_count(self) -> int:
         from zoo_lite.context import OrcaContext
 
-        return workers_on_executors(OrcaContext.get_spark_context(), self.workers.per_node, self.workers.total)
+        return workers_on_executors(OrcaContext.get_spark_session(), self.workers.per_node, self.workers.total)
 
     def _end_spark_call(self) -> None:
         """After a call on the Spark backend: its stage ends (it holds task slots), and the next

@@ -50,6 +50,7 @@ from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
+    from pyspark.sql import SparkSession
 
 __all__ = ["SparkTaskGroup", "RowsFeed", "task_slots", "check_task_slots", "executor_count", "workers_on_executors"]
 
@@ -133,31 +134,34 @@ def task_slots(sc: "SparkContext") -> int:
     return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
 
 
-def executor_count(sc: "SparkContext") -> int:
-    """The executors Spark has registered (local mode's driver counts as one).
+def executor_count(spark: "SparkSession") -> int:
+    """The executors Spark has registered; local mode's driver, which runs the tasks there, counts as one.
 
     Examples
     --------
-    >>> from zoo_lite import init_orca_context
-    >>> executor_count(init_orca_context(cores=2))
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=2)
+    >>> executor_count(OrcaContext.get_spark_session())
     1
     """
-    registered = len(sc._jsc.sc().statusTracker().getExecutorInfos())
-    return 1 if sc.master.startswith("local[") or sc.master == "local" else max(1, registered - 1)
+    from zoo_lite.spark_settings import registered_executors
+
+    return max(1, registered_executors(spark))
 
 
-def workers_on_executors(sc: "SparkContext", per_executor: int, total: Optional[int]) -> int:
+def workers_on_executors(spark: "SparkSession", per_executor: int, total: Optional[int]) -> int:
     """How many barrier tasks a group runs: ``total``, else ``per_executor`` on every executor
     (Orca's ``workers_per_node``, a Spark executor taking a Ray node's place).
 
     Examples
     --------
-    >>> from zoo_lite import init_orca_context
-    >>> sc = init_orca_context(cores=2)
-    >>> workers_on_executors(sc, 1, None), workers_on_executors(sc, 1, 2)
+    >>> from zoo_lite import init_orca_context, OrcaContext
+    >>> _ = init_orca_context(cores=2)
+    >>> spark = OrcaContext.get_spark_session()
+    >>> workers_on_executors(spark, 1, None), workers_on_executors(spark, 1, 2)
     (1, 2)
     """
-    return total if total is not None else per_executor * executor_count(sc)
+    return total if total is not None else per_executor * executor_count(spark)
 
 
 def check_task_slots(sc: "SparkContext", num_workers: int) -> None:
@@ -494,7 +498,7 @@ class SparkTaskGroup:
         from pyspark import cloudpickle
 
         from zoo_lite.context import OrcaContext
-        from zoo_lite.ray_on_spark.cluster import _executor_cores
+        from zoo_lite.spark_settings import cores_per_executor
 
         spark = OrcaContext.get_spark_session()
         sc = spark.sparkContext
@@ -510,7 +514,7 @@ class SparkTaskGroup:
         secret = secrets.token_hex(16)
         self._server = socket.create_server((_driver_host(sc), 0), backlog=num_workers)
         spec = _TaskSpec(self._server.getsockname()[:2], secret, runner_factory, num_workers,
-                         _executor_cores(spark, executor_count(sc)),
+                         cores_per_executor(spark, executor_count(spark)),
                          {feed.key: (feed.partition_rows, feed.assignment, feed.template) for feed in feeds}, fresh_process)
         with user_code_by_value():
             spec_bytes = cloudpickle.dumps(spec)
@@ -688,7 +692,11 @@ class SparkTaskGroup:
         if self._job.is_alive() or not self._job.ident:
             return
         cause = self._job_error
-        detail = f"{type(cause).__name__}: {str(cause)[:2000]}" if cause is not None else "it ended early"
+        text = str(cause) if cause is not None else ""
+        if "Traceback (most recent call last)" in text:   # Python code of a task raised (e.g. a module it cannot import)
+            raise WorkerError(0, f"a task of the Spark barrier stage of backend='spark' failed during {what}: "
+                                 f"{text.strip().splitlines()[-1][:500]}", text[-8000:])
+        detail = f"{type(cause).__name__}: {text[:2000]}" if cause is not None else "it ended early"
         raise WorkerError(0, f"the Spark barrier stage of backend='spark' failed during {what} ({detail})", lost=True)
 
     def progress(self) -> dict[str, Any]:
