@@ -154,6 +154,29 @@ def test_creator_inputs_train_on_the_spark_backend_as_on_ray(cluster):
     assert _no_spark_job_left(cluster)
 
 
+def test_framework_objects_train_on_the_spark_backend_to_the_ray_backends_weights(cluster):
+    """A DataLoader and a tf.data.Dataset object (not creators): shipped to the tasks, each worker
+    takes its share of every global batch, as on Ray."""
+    import tensorflow as tf
+
+    loader = torch.utils.data.DataLoader(models.regression_dataset(), batch_size=16)
+    x, y = keras_models.regression_rows()
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    got = {}
+    for backend in ("spark", "ray"):
+        est = TorchEstimators.from_torch(model=lambda config: torch.nn.Linear(2, 1), optimizer=models.sgd_creator,
+                                         loss=torch.nn.MSELoss(), backend=backend, num_workers=2, seed=0)
+        est.fit(loader, epochs=2, batch_size=16)
+        keras_est = KerasEstimators.from_keras(model_creator=keras_models.linear_model, backend=backend, num_workers=2,
+                                               seed=0)
+        keras_est.fit(dataset, epochs=2, verbose=0)
+        got[backend] = (_weights(est), keras_est.get_model().get_weights())
+        est.shutdown()
+        keras_est.shutdown()
+    for mine, theirs in zip([*got["spark"][0], *got["spark"][1]], [*got["ray"][0], *got["ray"][1]]):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
+
+
 def test_the_trained_model_saves_loads_predicts_and_serves_as_a_udf_after_a_spark_backend_fit(cluster, tmp_path):
     data = _classes(120)
     shards = XShards.partition(data, num_shards=2)
