@@ -22,7 +22,7 @@ from typing import Any, Callable, Hashable, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 
-from zoo_lite.context import ray_context_started_on_demand
+from zoo_lite.context import OrcaContext, ray_context_started_on_demand
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.learn.base import checkpoints, steps
@@ -32,7 +32,7 @@ from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
-from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, workers_on_executors
+from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, check_task_slots, workers_on_executors
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
 from zoo_lite.learn.base.worker_group import Standby, WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
 
@@ -140,6 +140,10 @@ class GroupEstimator:
         self.max_failures = check_non_negative_int(max_failures, "max_failures")
         self.model_dir = model_dir
         self.logger = logger
+        if workers.backend == "spark" and spec.worker_config.standby_workers:
+            raise InvalidArgumentError(
+                "WorkerConfig(standby_workers=True) keeps idle Ray workers beside the group, and backend='spark' has "
+                "no Ray workers (each call runs its own Spark barrier stage): drop standby_workers, or use backend='ray'")
         self._model = model
         self._extras = extras
         self._group: Optional[Union[WorkerGroup, SparkTaskGroup]] = None
@@ -240,8 +244,6 @@ class GroupEstimator:
         return self._group
 
     def _spark_worker_count(self) -> int:
-        from zoo_lite.context import OrcaContext
-
         return workers_on_executors(OrcaContext.get_spark_session(), self.workers.per_node, self.workers.total)
 
     def _end_spark_call(self) -> None:
@@ -419,6 +421,7 @@ class GroupEstimator:
         """Put ``data`` into the workers under ``key``; returns (total rows, global batch size)."""
         rows_input = is_rows_input(data)
         if self._on_spark:
+            check_task_slots(OrcaContext.get_spark_context(), self._spark_worker_count())   # before any job runs
             self._call_keys.add(key)
             if rows_input:
                 return self._bind_rows(key, data, columns, batch_size, need_labels), batch_size

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
     from pyspark.sql import SparkSession
 
-__all__ = ["SparkTaskGroup", "RowsFeed", "task_slots", "check_task_slots", "executor_count", "workers_on_executors"]
+__all__ = ["SparkTaskGroup", "RowsFeed", "task_slots", "check_task_slots", "check_no_dynamic_allocation", "executor_count",
+           "workers_on_executors"]
 
 T = TypeVar("T")
 _logger = logging.getLogger("zoo_lite.learn")
@@ -164,6 +165,26 @@ def workers_on_executors(spark: "SparkSession", per_executor: int, total: Option
     return total if total is not None else per_executor * executor_count(spark)
 
 
+def check_no_dynamic_allocation(enabled: str, master: str) -> None:
+    """Refuse at once what Spark refuses when the stage is submitted: barrier stages with dynamic
+    allocation (``spark.dynamicAllocation.enabled``, which Spark ignores in local mode).
+
+    Examples
+    --------
+    >>> check_no_dynamic_allocation("true", "local[2]")
+    >>> check_no_dynamic_allocation("true", "spark://10.0.0.1:7077")
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: backend='spark' trains in a Spark barrier stage, which Spark does not run with spark.dynamicAllocation.enabled=true; set it to false for this application, or use backend='ray'
+    """
+    local = master == "local" or master.startswith("local[")
+    if enabled.strip().lower() == "true" and not local:
+        raise InvalidArgumentError(
+            "backend='spark' trains in a Spark barrier stage, which Spark does not run with "
+            "spark.dynamicAllocation.enabled=true; set it to false for this application, or use backend='ray'"
+        )
+
+
 def check_task_slots(sc: "SparkContext", num_workers: int) -> None:
     """Refuse at once a group with more workers than task slots (Spark would retry the barrier
     stage for minutes before giving up).
@@ -176,6 +197,7 @@ def check_task_slots(sc: "SparkContext", num_workers: int) -> None:
     ...
     zoo_lite.errors.InvalidArgumentError: backend='spark' runs one Spark barrier task per worker, all at once: 64 workers need 64 task slots, and the cluster has 2 now (cores of the executors / spark.task.cpus); ask for fewer workers (num_workers= or workers_per_node=), or give Spark more executors or cores
     """
+    check_no_dynamic_allocation(sc.getConf().get("spark.dynamicAllocation.enabled", "false"), sc.master)
     slots = task_slots(sc)
     if num_workers > slots:
         raise InvalidArgumentError(
