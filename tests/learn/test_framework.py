@@ -45,7 +45,7 @@ def test_each_framework_fills_every_field_with_a_picklable_module_level_callable
 def test_the_protocol_covers_every_call_the_estimator_makes() -> None:
     assert PROTOCOL_METHODS == sorted([
         "begin_fit", "callback_states", "close", "connect", "end_fit", "exchange_kind", "first_step_at", "get_state",
-        "load_dataset", "load_rows", "relayed_files", "set_state", "train_epoch", "validate",
+        "load_dataset", "load_rows", "load_shards", "relayed_files", "set_state", "train_epoch", "validate",
     ])
 
 
