@@ -438,11 +438,7 @@ class GroupEstimator:
         shipped = None if rows_input else self.framework.prepare_input(data)
         if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
             batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
-        if batch_size < self.num_workers:
-            raise InvalidArgumentError(
-                f"batch_size={batch_size} is smaller than the number of workers ({group.num_workers}); batch_size is the "
-                f"global batch, split over the workers: use at least {group.num_workers}, or fewer workers"
-            )
+        _check_batch_covers_workers(batch_size, group.num_workers)
         if rows_input:
             total_rows = self._load_rows(key, data, columns, need_labels)
         else:
@@ -464,10 +460,7 @@ class GroupEstimator:
         bound = self._bound_rows.get(key)
         if bound is None or bound.source() is not data or bound.columns != columns:
             workers = self._spark_worker_count()
-            if batch_size < workers:
-                raise InvalidArgumentError(
-                    f"batch_size={batch_size} is smaller than the number of workers ({workers}); batch_size is the global "
-                    f"batch, split over the workers: use at least {workers}, or fewer workers")
+            _check_batch_covers_workers(batch_size, workers)
             if bound is not None:
                 bound.feed.release()
                 del self._bound_rows[key]
@@ -747,6 +740,14 @@ def _relayed_files(final: bool, runner: Runner) -> list[tuple[str, bytes]]:
 
 def _load_rows(key: str, held: list[Any], partition_rows: list[int], one_row: Any, runner: Runner) -> int:
     return runner.load_rows(key, held, partition_rows, one_row)
+
+
+def _check_batch_covers_workers(batch_size: int, workers: int) -> None:
+    if batch_size < workers:
+        raise InvalidArgumentError(
+            f"batch_size={batch_size} is smaller than the number of workers ({workers}); batch_size is the global batch, "
+            f"split over the workers: use at least {workers}, or fewer workers"
+        )
 
 
 def _load_dataset(key: str, data: Any, batch_size: int, runner: Runner) -> int:

@@ -73,8 +73,8 @@ _CLOSE = None
 @dataclass(frozen=True)
 class RowsFeed:
     """Rows bound to the stage under ``key``: an RDD of model-array shards and each worker's
-    ranges of it, ``(partition, start, stop)``; ``template`` is a shard of no rows, for the arrays'
-    shapes on a worker without rows."""
+    ranges of it, ``(partition, start, stop)``; ``template`` is a shard of one row, for the arrays'
+    shapes on a worker without rows (as the Ray backend's ``one_row``)."""
 
     key: str
     rdd: "RDD"
@@ -113,13 +113,7 @@ def _rows_and_template(shards: Iterator[Any]) -> list[tuple[int, Any]]:
 
     held = list(shards)
     rows = partition_ops.partition_weight(held)
-    template = partition_ops.slice_partition(held, 0, 1) if rows else None
-    return [(rows, _no_rows(template[0]) if template else None)]
-
-
-def _no_rows(shard: dict[str, Any]) -> dict[str, Any]:
-    """A model-array shard cut to no rows (its arrays' dtypes and row shapes kept)."""
-    return {"x": tuple(x[:0] for x in shard["x"]), **({"y": shard["y"][:0]} if "y" in shard else {})}
+    return [(rows, partition_ops.slice_partition(held, 0, 1)[0] if rows else None)]
 
 
 def task_slots(sc: "SparkContext") -> int:
@@ -559,8 +553,6 @@ class SparkTaskGroup:
 
     def _accept(self, num_workers: int, secret: str, timeout_s: float) -> None:
         """Every task's connection, by rank (bounded by ``timeout_s``; a failed stage ends it)."""
-        from pyspark import cloudpickle
-
         links: dict[int, _DriverLink] = {}
         self._server.settimeout(_POLL_INTERVAL_S)
         deadline = time.monotonic() + timeout_s
@@ -580,7 +572,7 @@ class SparkTaskGroup:
                 if not link.connection.poll(10):
                     link.connection.close()
                     continue
-                hello = cloudpickle.loads(link.connection.recv_bytes())
+                hello = link.receive()
                 if hello[:2] != ("hello", secret):
                     link.connection.close()   # a task of an earlier group, or a stranger
                     continue
@@ -669,10 +661,8 @@ class SparkTaskGroup:
     def _reply(self, rank: int, what: str) -> Optional[tuple[Any, ...]]:
         """The next message from ``rank``: a reply (``("ok", result)`` or ``("error", ...)``), or
         None for a heartbeat or a progress snapshot (noted)."""
-        from pyspark import cloudpickle
-
         try:
-            message = cloudpickle.loads(self.links[rank].connection.recv_bytes())
+            message = self.links[rank].receive()
         except (EOFError, OSError) as error:
             raise self._lost(rank, what, "its task ended or its executor was lost (the connection to it closed)") from error
         self._last_heard[rank] = time.monotonic()
