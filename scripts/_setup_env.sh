@@ -5,7 +5,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-EXTRAS="${ZOO_LITE_EXTRAS:-dev,bench,torch,tf,s3,tfds,vision}"
+EXTRAS="${ZOO_LITE_EXTRAS:-dev,bench,docs,torch,tf,s3,tfds,vision}"
 
 ensure_java() {
   if command -v java >/dev/null 2>&1; then return; fi
@@ -22,13 +22,33 @@ ensure_venv() {
     "$python" -m venv "$VENV"
   fi
   local stamp="$VENV/.zoo_lite-installed"
-  local want
-  want="$(cat "$ROOT/constraints.txt" "$ROOT/setup.py" | sha256sum | cut -d' ' -f1) $EXTRAS"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  local pins
+  pins="$(cat "$ROOT/constraints.txt" "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)"
+  if installed_already "$stamp" "$pins"; then return; fi
   echo "[setup] installing the pinned set (.[$EXTRAS]) into $VENV; the first time takes a few minutes"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[$EXTRAS]"
-  echo "$want" > "$stamp"
+  echo "$pins $EXTRAS" > "$stamp"
+}
+
+# true when the stamp names the same pins and every extra asked for (docs.sh asks for fewer)
+installed_already() {
+  local stamp="$1" pins="$2" stamped_pins stamped_extras extra
+  [[ -f "$stamp" ]] || return 1
+  read -r stamped_pins stamped_extras < "$stamp"
+  [[ "$stamped_pins" == "$pins" ]] || return 1
+  for extra in ${EXTRAS//,/ }; do
+    [[ ",$stamped_extras," == *",$extra,"* ]] || return 1
+  done
+}
+
+# the system's Chromium for the documentation site's browser test (tests/test_docs_site.py)
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  echo "[setup] chromium not found: installing Debian's chromium with apt"
+  local sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
 }
 
 ensure_java
