@@ -30,7 +30,7 @@ EXTRAS = {
     "vision": ["torchvision>=0.20"],
     # moto's standalone server is the S3-compatible server the object-store tests start on loopback
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
-    "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4"],
+    "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4", "matplotlib>=3.8"],  # matplotlib: the pictures on the Performance page
     # the documentation site (scripts/docs.sh); ruff formats the reference's signatures, playwright
     # drives the system's Chromium in the site's browser test
     "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10", "ruff>=0.4", "playwright>=1.40"],

@@ -87,12 +87,14 @@ def run_pandas_part(args: argparse.Namespace) -> None:
     csv_folder = args.output / "wine_csv"
     rows_written = write_wine_csvs(csv_folder, args.files)
 
+    # --8<-- [start:pandas]
     shards = read_csv(str(csv_folder))
     shards = shards.transform_shard(add_features, 13.0)
     by_cultivar = shards.partition_by(cols="cultivar", num_partitions=3).cache()
     cultivars = sorted(by_cultivar["cultivar"].unique())
     summary = by_cultivar.group_by("cultivar", {"alcohol": "mean", "phenol_ratio": "mean", "strong": "sum"}).concat_to_pdf()
     rows_in_spark = by_cultivar.to_spark_df().count()
+    # --8<-- [end:pandas]
 
     print("zoo_lite quickstart: pandas")
     print(f"  Spark master          : {OrcaContext.get_spark_context().master}")
@@ -128,6 +130,7 @@ def digits_mlp() -> nn.Module:
 
 def digits_estimator() -> TorchEstimator:
     """The Estimator: Adam, cross-entropy, and accuracy aggregated over all workers."""
+    # --8<-- [start:torch_estimator]
     torch.manual_seed(SEED)   # from_torch's seed seeds a model *creator*; this model is built here
     model = digits_mlp()
     return Estimator.from_torch(
@@ -138,6 +141,7 @@ def digits_estimator() -> TorchEstimator:
         metrics=[MulticlassAccuracy(num_classes=10, average="micro")],
         seed=SEED,
     )
+    # --8<-- [end:torch_estimator]
 
 
 def prediction_accuracy(predicted: DataFrame) -> float:
@@ -173,15 +177,19 @@ def run_torch_part(args: argparse.Namespace) -> None:
     """Train the digits MLP on XShards, predict a Spark DataFrame, check the accuracy, plot the loss."""
     started = time.perf_counter()
     x_train, x_test, y_train, y_test = digits_split()
+    # --8<-- [start:torch_data]
     train = XShards.partition({"x": x_train.astype(np.float32), "y": y_train})
     test = XShards.partition({"x": x_test.astype(np.float32), "y": y_test})
     # array<double> features, as Spark usually holds them; the Estimator casts them to the model's float32
     test_df = OrcaContext.get_spark_session().createDataFrame(pd.DataFrame({"pixels": list(x_test), "label": y_test}))
+    # --8<-- [end:torch_data]
 
     est = digits_estimator()
     try:
+        # --8<-- [start:torch_fit]
         history = est.fit(train, epochs=args.epochs, batch_size=64, validation_data=test)
         predicted = est.predict(test_df, batch_size=256, feature_cols=["pixels"])
+        # --8<-- [end:torch_fit]
         accuracy = prediction_accuracy(predicted)
         workers = est.num_workers
     finally:
@@ -209,10 +217,12 @@ def keras_digits_mlp() -> Any:
     """The Keras twin of :func:`digits_mlp`, compiled with Adam, cross-entropy on logits and accuracy."""
     import keras
 
+    # --8<-- [start:keras_model]
     keras.utils.set_random_seed(SEED)
     model = keras.Sequential([keras.Input(shape=(64,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)])
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    # --8<-- [end:keras_model]
     return model
 
 
@@ -228,9 +238,11 @@ def run_keras_part(args: argparse.Namespace) -> None:
 
     est = KerasEstimator.from_keras(model=keras_digits_mlp(), seed=SEED)
     try:
+        # --8<-- [start:keras_fit]
         history = est.fit(train_df, epochs=args.epochs, batch_size=64, feature_cols=["pixels"], label_cols=["label"],
                           validation_data=test_df, verbose=0)
         predicted = est.predict(test_df, batch_size=256, feature_cols=["pixels"])
+        # --8<-- [end:keras_fit]
         accuracy = prediction_accuracy(predicted)
         workers = est.num_workers
     finally:
@@ -261,7 +273,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     started = time.perf_counter()
+    # --8<-- [start:context]
     init_orca_context(cluster_mode=args.cluster_mode, cores=args.cores, num_nodes=args.num_nodes)
+    # --8<-- [end:context]
     try:
         run_pandas_part(args)
         run_torch_part(args)

@@ -99,19 +99,23 @@ def main() -> None:
     init_orca_context(cluster_mode=args.cluster_mode, cores=2, init_ray_on_spark=True)
     try:
         # --- Orca's guide, as written but for the dataset's name ---
+        # --8<-- [start:guide]
         from zoo_lite.learn.tf.estimator import Estimator
         dataset = tfds.load(name="digits_mnist", split="train", data_dir=dataset_dir)
         dataset = dataset.map(preprocess)        # preprocess(data) -> (image / 255., label)
         dataset = dataset.shuffle(1000)          # unbatched; the Estimator batches and shards it
         est = Estimator.from_keras(keras_model=model)
         est.fit(data=dataset)                    # batch_size and epochs take their defaults
+        # --8<-- [end:guide]
         # --- end of the guide's code ---
         if args.epochs > 1:
             est.fit(data=dataset, epochs=args.epochs, initial_epoch=1, verbose=0)
 
+        # --8<-- [start:evaluate]
         test = tfds.load(name="digits_mnist", split="test", data_dir=dataset_dir).map(preprocess)
         result = est.evaluate(test, verbose=0)
         predicted = np.concatenate([shard["prediction"] for shard in est.predict(test).collect()])
+        # --8<-- [end:evaluate]
         labels = np.array([int(label) for _, label in tfds.as_numpy(test)])
         est.shutdown()
         print(f"train rows: {int(dataset.cardinality())}, test rows: {len(labels)}")

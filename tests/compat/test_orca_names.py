@@ -1,4 +1,4 @@
-"""Every row of docs/api.md's "Every Orca name in scope" tables, checked against zoo_lite's code.
+"""Every row of docs/orca.md's "Every Orca name in scope" tables, checked against zoo_lite's code.
 
 A ``same`` or ``different`` row names a zoo_lite attribute that must exist; a ``not provided``
 row names one that must not (unless its notes begin with "raises": then it exists and raises a
@@ -19,7 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(120)
 
-API_MD = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+API_MD = Path(__file__).resolve().parents[2] / "docs" / "orca.md"
 SECTION = "### Every Orca name in scope"
 STATUSES = ("same", "different", "not provided")
 _HEADING = re.compile(r"^#### `(?P<orca>[\w.]+)` → `(?P<zoo>[\w.]+)`\s*$")
@@ -60,7 +60,7 @@ def parse_rows(text: str) -> list[Row]:
         cells = _cells(line)
         if cells[0] == "Orca name" or set(cells[0]) <= {"-", " "}:
             continue
-        where = f"docs/api.md, {SECTION!r} line {number}: {line!r}"
+        where = f"docs/orca.md, {SECTION!r} line {number}: {line!r}"
         assert orca_module is not None, f"a table row before any '#### `zoo...` → `zoo_lite...`' heading: {where}"
         assert len(cells) == 4, f"a row needs 4 cells (Orca name, zoo_lite name, status, notes): {where}"
         orca, zoo, status, notes = cells
@@ -139,10 +139,10 @@ def test_the_tables_cover_every_module_in_scope() -> None:
 def test_orca_name(row: Row) -> None:
     exists, missing = resolve(row.zoo_lite_name)
     if row.status in ("same", "different"):
-        assert exists, (f"docs/api.md says Orca's {row.orca_name} ({row.orca_module}) is {row.status!r} as "
+        assert exists, (f"docs/orca.md says Orca's {row.orca_name} ({row.orca_module}) is {row.status!r} as "
                         f"{row.zoo_lite_name}, but {missing}: add it, or mark the row 'not provided'")
     elif row.notes.startswith("raises"):
-        assert exists, (f"docs/api.md says {row.zoo_lite_name} exists and raises, but {missing}")
+        assert exists, (f"docs/orca.md says {row.zoo_lite_name} exists and raises, but {missing}")
     else:
-        assert not exists, (f"docs/api.md says Orca's {row.orca_name} ({row.orca_module}) is not provided, but "
+        assert not exists, (f"docs/orca.md says Orca's {row.orca_name} ({row.orca_module}) is not provided, but "
                             f"{row.zoo_lite_name} exists: update the row's status and notes")
