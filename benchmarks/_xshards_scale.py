@@ -9,6 +9,10 @@ started and after a warm-up on one file, and the pipeline's result on its last s
 
 Files hold ``ROWS_PER_FILE`` rows at every size, so zoo_lite's partitions keep their size and only
 their number grows: a system that streams partitions should keep a flat per-process peak.
+
+Every run saves its cases in ``benchmarks/xshards_scale.json`` and draws the curves from them into
+the documentation's ``docs/images/xshards_scale.png``; ``--scale-replot`` draws them again from the
+saved cases without measuring.
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 import bench_xshards as bench  # attributes are used at call time: bench_xshards imports this module lazily
+from _plots import IMAGES, Line, Panel, draw_lines, load_numbers, run_facts, save_numbers
 
 if TYPE_CHECKING:
     import psutil
@@ -48,6 +53,7 @@ SAMPLE_INTERVAL_S = 0.05
 LINGER_GRACE_S = 30.0  # a JVM may still be shutting down when the child python has exited
 TARGET_MEMORY_RATIO = 1 / 3
 SCRIPT = Path(__file__).resolve().parent / "bench_xshards.py"
+NUMBERS = Path(__file__).resolve().parent / "xshards_scale.json"
 MB = 1e6
 
 
@@ -71,13 +77,16 @@ class ScaleOptions:
         Where the PNG of the curves is written.
     case : str, optional
         In a child process: the system to run on ``BenchConfig.rows`` rows.
+    replot : bool
+        Measure nothing: draw ``plot`` again from the cases the last run saved in ``NUMBERS``.
     """
 
     rows: tuple[int, ...] = DEFAULT_ROWS
     systems: tuple[str, ...] = tuple(SYSTEMS)
     timeout_s: float = 1800.0
-    plot: Path = Path(__file__).resolve().parent / "xshards_scale.png"
+    plot: Path = IMAGES / "xshards_scale.png"
     case: Optional[str] = None
+    replot: bool = False
 
     def __post_init__(self) -> None:
         if not self.rows or min(self.rows) < 1:
@@ -100,10 +109,12 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--scale", action="store_true", help="instead of the benchmark: wall time and per-process peak RSS of the "
                       f"whole pipeline at each --scale-rows size, each case in a fresh process, {ROWS_PER_FILE:_} rows per CSV file")
     mode.add_argument("--scale-case", choices=list(SYSTEMS), help=argparse.SUPPRESS)  # a child of --scale: one case, JSON out
+    mode.add_argument("--scale-replot", action="store_true", help="measure nothing: draw the scale curve (--plot) again from the "
+                      f"cases the last --scale run saved in {NUMBERS.relative_to(SCRIPT.parent.parent)}")
     group.add_argument("--scale-rows", type=int, nargs="+", help=f"sizes in rows (default {' '.join(str(n) for n in defaults.rows)})")
     group.add_argument("--scale-systems", nargs="+", choices=list(SYSTEMS), help=f"systems to measure (default all: {' '.join(SYSTEMS)})")
     group.add_argument("--scale-timeout", type=float, help=f"seconds one case may take, Spark start-up included (default {defaults.timeout_s:.0f})")
-    group.add_argument("--plot", type=Path, help="PNG of the curves (default benchmarks/xshards_scale.png)")
+    group.add_argument("--plot", type=Path, help=f"PNG of the curves (default {defaults.plot.relative_to(SCRIPT.parent.parent)})")
 
 
 def scale_options(args: dict[str, Any]) -> Optional[ScaleOptions]:
@@ -124,17 +135,17 @@ def scale_options(args: dict[str, Any]) -> Optional[ScaleOptions]:
     ValueError
         A scale option is invalid, or given without ``--scale``.
     """
-    scale, case = args.pop("scale"), args.pop("scale_case")
+    scale, case, replot = args.pop("scale"), args.pop("scale_case"), args.pop("scale_replot")
     chosen = {name: value for name, value in (("rows", args.pop("scale_rows")), ("systems", args.pop("scale_systems")),
                                               ("timeout_s", args.pop("scale_timeout")), ("plot", args.pop("plot"))) if value is not None}
-    if not scale and case is None:
+    if not scale and case is None and not replot:
         if chosen:
             raise ValueError(f"--scale-rows, --scale-systems, --scale-timeout and --plot need --scale (got {sorted(chosen)})")
         return None
     for name in ("rows", "systems"):
         if name in chosen:
             chosen[name] = tuple(dict.fromkeys(sorted(chosen[name]) if name == "rows" else chosen[name]))
-    return ScaleOptions(case=case, **chosen)
+    return ScaleOptions(case=case, replot=replot, **chosen)
 
 
 def sized_config(config: "BenchConfig", rows: int) -> "BenchConfig":
@@ -611,35 +622,51 @@ def rows_label(rows: int) -> str:
     return f"{rows / 1e3:g}k" if rows >= 1000 else str(rows)
 
 
-def write_plot(cases: Sequence[CaseResult], path: Path) -> None:
-    """Two panels against rows (log x): pipeline seconds, largest per-process peak RSS; a line per system."""
-    import matplotlib
+def scale_numbers(cases: Sequence[CaseResult], command: str, load: tuple[tuple[float, ...], tuple[float, ...]]) -> dict[str, Any]:
+    """What ``--scale`` saves: every case as measured (timings, each process's peak), with the
+    command and the load average before and after the run."""
+    return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "rows_per_file": ROWS_PER_FILE,
+            "load_average": {"before": load[0], "after": load[1]},
+            "cases": [{"label": SYSTEMS[case.system], **asdict(case)} for case in cases]}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
-    for system in dict.fromkeys(case.system for case in cases):
-        mine = sorted((case for case in cases if case.system == system), key=lambda case: case.rows)
-        rows = [case.rows for case in mine]
-        time_axis.plot(rows, [case.pipeline_s for case in mine], marker="o", label=SYSTEMS[system])
-        memory_axis.plot(rows, [case.largest.peak_rss / MB for case in mine], marker="o", label=SYSTEMS[system])
-    sizes = sorted({case.rows for case in cases})
-    for axis, title, label in ((time_axis, "Whole pipeline wall time", "seconds"),
-                               (memory_axis, "Largest per-process peak RSS", "MB")):
-        axis.set_xscale("log")
-        axis.set_xticks(sizes, labels=[rows_label(rows) for rows in sizes])
-        axis.minorticks_off()  # the measured sizes are the only ticks
-        axis.set_xlabel("rows")
-        axis.set_ylabel(label)
-        axis.set_title(title)
-        axis.set_ylim(bottom=0)
-        axis.grid(True, which="both", alpha=0.3)
-        axis.legend()
-    figure.suptitle(f"bench_xshards --scale: read_csv -> transform_shard -> partition_by -> unique -> count, {ROWS_PER_FILE:,} rows per file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+def largest_peak_mb(case: dict[str, Any]) -> float:
+    """The largest per-process peak RSS of a saved case, in MB."""
+    return max(process["peak_rss"] for process in case["processes"]) / MB
+
+
+def draw_scale(numbers: dict[str, Any], path: Path) -> None:
+    """Two panels against rows (log x), a line per system: the pipeline's seconds and the largest
+    per-process peak RSS, with the memory target (1/3 of pandas' peak at the largest size) as a guide.
+
+    Parameters
+    ----------
+    numbers : dict
+        What ``scale_numbers`` made (or ``load_numbers`` read back).
+    path : Path
+        The PNG to write.
+    """
+    cases = numbers["cases"]
+    times, memories = [], []
+    for label in dict.fromkeys(case["label"] for case in cases):
+        mine = sorted((case for case in cases if case["label"] == label), key=lambda case: case["rows"])
+        rows = tuple(case["rows"] for case in mine)
+        times.append(Line(label, rows, tuple(case["pipeline_s"] for case in mine)))
+        memories.append(Line(label, rows, tuple(largest_peak_mb(case) for case in mine)))
+    sizes = sorted({case["rows"] for case in cases})
+    pandas_at_top = [largest_peak_mb(case) for case in cases if case["system"] == "pandas" and case["rows"] == sizes[-1]]
+    guides = tuple((peak * TARGET_MEMORY_RATIO, f"target: 1/3 of pandas' peak at {rows_label(sizes[-1])} rows") for peak in pandas_at_top)
+    draw_lines(path, f"bench_xshards --scale: read_csv -> transform_shard -> partition_by -> unique -> count, "
+                     f"{numbers['rows_per_file']:,} rows per CSV file\n{run_facts(numbers)}",
+               [(Panel("Whole pipeline wall time", "rows", "seconds"), times),
+                (Panel("Largest per-process peak RSS", "rows", "MB", guides), memories)],
+               [(rows, rows_label(rows)) for rows in sizes])
+
+
+def repository_path(path: Path) -> str:
+    """``path`` relative to the repository root when it is inside it, as the report shows it."""
+    root = SCRIPT.parent.parent
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def render_scale_report(config: "BenchConfig", options: ScaleOptions, command: str, cases: Sequence[CaseResult],
@@ -664,7 +691,7 @@ def render_scale_report(config: "BenchConfig", options: ScaleOptions, command: s
         lines += [f"### {rows:,} rows ({mb(at_size[0].csv_bytes)} MB of CSV in {math.ceil(rows / ROWS_PER_FILE)} files)", "", *size_table(at_size), ""]
     if any(case.system in ZOO_SYSTEMS for case in cases):
         lines += ["### zoo_lite per role, every size", "", *role_table(cases), ""]
-    lines += [f"Plot: `{options.plot}`", ""]
+    lines += [f"Plot: `{repository_path(options.plot)}`, drawn from the cases saved in `{repository_path(NUMBERS)}`", ""]
     return "\n".join(lines)
 
 
@@ -708,12 +735,17 @@ def run_scale(config: "BenchConfig", options: ScaleOptions, command: str) -> int
     """
     if options.case is not None:
         return run_case(config, options.case)
+    if options.replot:
+        draw_scale(load_numbers(NUMBERS), options.plot)
+        bench.log(f"drew {options.plot} from {NUMBERS}")
+        return 0
     load_before, facts_revision, watch = os.getloadavg(), bench.zoo_lite_revision(), bench.CpuWatch().start()
     try:
         cases = [case for rows in options.rows for case in measure_size(config, options, rows)]
     finally:
         watch.stop()
-    write_plot(cases, options.plot)
-    print(render_scale_report(config, options, command, cases, bench.machine_facts(facts_revision), watch,
-                              (load_before, os.getloadavg())))
+    load = (load_before, os.getloadavg())
+    save_numbers(NUMBERS, scale_numbers(cases, command, load))
+    draw_scale(load_numbers(NUMBERS), options.plot)
+    print(render_scale_report(config, options, command, cases, bench.machine_facts(facts_revision), watch, load))
     return 0

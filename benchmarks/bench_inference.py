@@ -250,7 +250,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"Command: `{command}`", "",
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, "
         f"pyspark {pyspark.__version__}; zoo_lite at commit {commit}",
-        f"- data: {rows:,} rows x {FEATURES} float features (array<float>), the cached `_mlp_data` frame's features column `localCheckpoint`'d (4 partitions) on "
+        f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`), the cached `_mlp_data` frame's features column `localCheckpoint`'d (4 partitions) on "
         f"`init_orca_context(cluster_mode=\"local\", cores=2)`; Ray started: {'yes' if ray_started else 'no'}",
         f"- model: MLP {FEATURES}-{args.hidden}-{args.hidden}-{CLASSES}, random weights (no training; throughput does not "
         f"depend on them), from `Estimator.from_torch(model=..., loss=...)`; {args.batch} rows per model call in every case",

@@ -201,7 +201,7 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         f"Command: `{command_line('bench_keras_fit.py', argv)}`", "",
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, tensorflow {tf.__version__}, "
         f"keras {keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__}; zoo_lite at commit {commit}",
-        f"- data: {rows:,} rows x {FEATURES} float features (array<float>) + int label, a cached Spark DataFrame in 4 "
+        f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`) + int label, a cached Spark DataFrame in 4 "
         f"partitions on `init_orca_context(cluster_mode=\"local\", cores=2)`; Ray started on demand in {ray_start_s:.1f} s",
         f"- model: Keras MLP {FEATURES}-128-128-{CLASSES}, SGD(learning_rate={KERAS_LEARNING_RATE}, momentum=0.9), sparse "
         f"cross-entropy from logits; global batch {args.batch}; {args.epochs} epochs per timed fit",

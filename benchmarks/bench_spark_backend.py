@@ -390,7 +390,7 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         f"memory=\"1g\")`), a fresh context every round (last Spark start {facts.get('spark_start_s', 0):.1f} s); "
         f"{WORKERS} workers of 1 core in every case; TorchDistributor's processes ran torch with "
         f"{facts.get('t_threads')} thread(s)",
-        f"- data: {rows:,} rows x {FEATURES} float features (array<float>) + int label, a cached Spark DataFrame in 4 "
+        f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`) + int label, a cached Spark DataFrame in 4 "
         f"partitions; (t) reads it from Parquet written once per round",
         f"- model: MLP {FEATURES}-128-128-{CLASSES}, SGD(lr=0.05, momentum=0.9), cross-entropy; global batch "
         f"{args.batch}; Keras: the same MLP, SGD(learning_rate={KERAS_LEARNING_RATE}, momentum=0.9), global batch "

@@ -28,8 +28,13 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_torch_fit.py            # ~6 min on 2 cores
     .venv/bin/python benchmarks/bench_torch_fit.py --quick    # 1 round, 50,000 rows
+    .venv/bin/python benchmarks/bench_torch_fit.py --replot   # the picture again, from the last run's numbers
 
-It prints a markdown report; keep the latest in ``benchmarks/RESULTS.md``.
+It prints a markdown report; keep the latest in ``benchmarks/RESULTS.md``. Every run saves its
+measured seconds in ``benchmarks/training_throughput.json`` and draws from them the throughput
+picture of the documentation, ``docs/images/training_throughput.png`` (rows per second of every
+case, with its ratio to the plain loop on 1 thread); ``--quick`` writes both to a temporary folder
+instead, so that a smoke run leaves the documentation's picture alone.
 """
 
 from __future__ import annotations
@@ -43,15 +48,30 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
+from _plots import IMAGES, Bar, Panel, draw_bars, load_numbers, run_facts, save_numbers
 from _timing import Timing, command_line, log, timed
 from torch import nn
 
 #: loads and toArrow() calls per round (each about 0.5 s; their best is compared)
 LOAD_SAMPLES = 3
+NUMBERS = Path(__file__).resolve().parent / "training_throughput.json"
+PICTURE = IMAGES / "training_throughput.png"
+#: the epoch cases, in the report's order; a name + "_large" is the same case at the large batch
+EPOCH_CASES = {
+    "a2": "(a) plain PyTorch loop, 2 threads",
+    "a1": "(a) plain PyTorch loop, 1 thread",
+    "b": "(b) zoo_lite, 1 worker x 2 threads",
+    "c": "(c) zoo_lite, 2 workers x 1 thread",
+    "d": "(d) Ray Train TorchTrainer, 2 workers x 1 CPU",
+}
+#: the picture's order: the ratios' reference first
+PICTURE_ORDER = ("a1", "a2", "b", "c", "d")
+ZOO_LITE_CASES = ("b", "c")
 
 
 def make_model() -> nn.Module:
@@ -178,6 +198,34 @@ def ray_train_run(frame: Any, batch: int, epochs: int, storage: str) -> tuple[fl
         return total_s, json.load(handle)
 
 
+# -- the picture -----------------------------------------------------------------------------------------
+
+def draw_throughput(numbers: dict[str, Any], path: Path) -> None:
+    """Rows per second (best epoch) of every epoch case, a panel per global batch, each bar with
+    its ratio to the plain loop on 1 thread at that batch (the scaling claim's reference).
+
+    Parameters
+    ----------
+    numbers : dict
+        What ``main`` saved: ``rows``, ``batch``, ``large_batch``, ``cores``, ``rounds``, ``seconds`` per
+        case, and the run's facts (``run_facts``).
+    path : Path
+        The PNG to write.
+    """
+    rows, seconds = numbers["rows"], numbers["seconds"]
+    panels = []
+    for suffix, batch in (("", numbers["batch"]), ("_large", numbers["large_batch"])):
+        reference = rows / min(seconds["a1" + suffix])
+        bars = []
+        for base in PICTURE_ORDER:
+            if seconds.get(base + suffix):
+                rate = rows / min(seconds[base + suffix])
+                bars.append(Bar(EPOCH_CASES[base], rate, f"{rate:,.0f} rows/s, {rate / reference:.2f}x", base in ZOO_LITE_CASES))
+        panels.append((Panel(f"global batch {batch:,}: rows/s and ratio to (a) 1 thread", "rows per second, best epoch", ""), bars))
+    draw_bars(path, f"bench_torch_fit: training throughput of an MLP {FEATURES}-128-128-{CLASSES} on {rows:,} rows, "
+                    f"{numbers['cores']} cores, best of {numbers['rounds']} round(s)\n{run_facts(numbers)}", panels)
+
+
 # -- the report ------------------------------------------------------------------------------------------
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -188,7 +236,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--epochs", type=int, default=3, help="epochs per fit (default 3)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--quick", action="store_true", help="1 round on 50,000 rows")
+    parser.add_argument("--replot", action="store_true",
+                        help=f"measure nothing: draw {PICTURE} again from the numbers the last run saved in {NUMBERS}")
     args = parser.parse_args(argv)
+    if args.replot:
+        draw_throughput(load_numbers(NUMBERS), PICTURE)
+        log(f"drew {PICTURE} from {NUMBERS}")
+        return 0
     rows, repeat = (50_000, 1) if args.quick else (args.rows, args.repeat)
     command = command_line("bench_torch_fit.py", argv)
 
@@ -237,6 +291,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         stop_orca_context()
     load_after = os.getloadavg()
 
+    numbers_path, picture_path = NUMBERS, PICTURE
+    if args.quick:  # a smoke run leaves the documentation's picture and numbers alone
+        folder = Path(tempfile.mkdtemp(prefix="bench-torch-fit-"))
+        numbers_path, picture_path = folder / NUMBERS.name, folder / PICTURE.name
+    save_numbers(numbers_path, {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "cores": os.cpu_count(),
+                                "rows": rows, "batch": args.batch, "large_batch": args.large_batch, "epochs": args.epochs,
+                                "rounds": repeat, "load_average": {"before": load_before, "after": load_after},
+                                "seconds": {name: timing.seconds for name, timing in cases.items()}})
+    draw_throughput(load_numbers(numbers_path), picture_path)
+    log(f"saved the numbers in {numbers_path} and drew {picture_path}")
+
     b_vs_a = cases["b"].best / cases["a2"].best
     c_vs_a1 = cases["a1_large"].best / cases["c_large"].best
     c_vs_a1_small = cases["a1"].best / cases["c"].best
@@ -263,7 +328,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"Command: `{command}`", "",
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, "
         f"pyspark {pyspark.__version__}, ray {ray.__version__}; zoo_lite at commit {commit}",
-        f"- data: {rows:,} rows x {FEATURES} float features (array<float>) + int label, a cached Spark DataFrame in 4 "
+        f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`) + int label, a cached Spark DataFrame in 4 "
         f"partitions on `init_orca_context(cluster_mode=\"local\", cores=2)`; Ray started on demand in {ray_start_s:.1f} s",
         f"- model: MLP {FEATURES}-128-128-{CLASSES}, SGD(lr=0.05, momentum=0.9), cross-entropy; global batch {args.batch}; "
         f"{args.epochs} epochs per fit",
@@ -275,10 +340,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           for claim, value, bar, ok in targets], "",
         "### Epochs", "", "| case | epoch time, s: best (median) | rows/s (best) |", "|---|---:|---:|",
         *[f"| {label}, batch {size} | {cases[name].cell()} | {throughput.get(name, 0):,.0f} |"
-          for suffix, size in (("", args.batch), ("_large", args.large_batch)) for base, label in (
-            ("a2", "(a) plain PyTorch loop, 2 threads"), ("a1", "(a) plain PyTorch loop, 1 thread"),
-            ("b", "(b) zoo_lite, 1 worker x 2 threads"), ("c", "(c) zoo_lite, 2 workers x 1 thread"),
-            ("d", "(d) Ray Train TorchTrainer, 2 workers x 1 CPU")) for name in [base + suffix] if name in cases], "",
+          for suffix, size in (("", args.batch), ("_large", args.large_batch)) for base, label in EPOCH_CASES.items()
+          for name in [base + suffix] if name in cases], "",
         "### End to end", "", "| measure | s: best (median) |", "|---|---:|",
         f"| first fit, (b) zoo_lite 1 worker: workers start, DataFrame -> workers, {args.epochs} epochs | {cases['first_b'].cell(2)} |",
         f"| first fit, (c) zoo_lite 2 workers: workers start, DataFrame -> workers, {args.epochs} epochs | {cases['first_c'].cell(2)} |",

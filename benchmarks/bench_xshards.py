@@ -35,13 +35,16 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_xshards.py --profile pandas # where zoo_lite's pipeline spends its time
     .venv/bin/python benchmarks/bench_xshards.py --scale          # scale curve on 1M, 5M, 20M rows
     .venv/bin/python benchmarks/bench_xshards.py --scale --scale-rows 200000 500000  # its smoke run, ~3 min
+    .venv/bin/python benchmarks/bench_xshards.py --scale-replot   # the scale curve's picture again, from the saved cases
 
 ``--scale`` measures the scale curve instead (``_xshards_scale.py``): the whole pipeline at each
 ``--scale-rows`` size (250k rows per CSV file, so partitions keep their size) for zoo_lite with each
 read backend, pandas and dask (``--scale-systems``), each case in a fresh child process whose whole
 process tree (driver, Spark JVM, Python workers) is sampled for peak RSS. It prints a table per size
-and the memory target (zoo_lite's largest process <= 1/3 of pandas' at the largest size), and
-writes the curves to ``benchmarks/xshards_scale.png`` (``--plot``).
+and the memory target (zoo_lite's largest process <= 1/3 of pandas' at the largest size), saves
+the cases in ``benchmarks/xshards_scale.json`` and draws from them the curves of the documentation,
+``docs/images/xshards_scale.png`` (``--plot``); ``--scale-replot`` draws them again from the saved
+cases without measuring.
 
 It prints markdown (seconds, ratios, PASS/MISS per target, and how busy the machine was with other
 work); keep the latest in ``benchmarks/RESULTS.md``. It stops the Spark context it started, and
