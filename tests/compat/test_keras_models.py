@@ -115,7 +115,7 @@ def test_a_model_with_a_lambda_layer_trains_and_predicts_on_the_executors() -> N
     shards = XShards.partition({"x": x, "y": y}, num_shards=2)
     assert len(est.fit(shards, epochs=1, batch_size=4, verbose=0)["loss"]) == 1
     predicted = np.concatenate([shard["prediction"] for shard in est.predict(shards, batch_size=4).collect()])
-    np.testing.assert_allclose(predicted, est.get_model().predict(x, verbose=0).reshape(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predicted, est.get_model().predict(x, verbose=0), rtol=1e-5, atol=1e-6, strict=True)
     est.shutdown()
 
 
@@ -134,7 +134,7 @@ def test_orca_identity_lambda_model_creator_predicts_its_input() -> None:
     shards = XShards.partition({"x": x, "y": np.zeros(20)}, num_shards=2)
     est = Estimator.from_keras(model_creator=identity_model_creator, workers_per_node=2)
     predicted = np.concatenate([shard["prediction"] for shard in est.predict(shards, batch_size=10).collect()])
-    np.testing.assert_allclose(predicted, x.reshape(-1), rtol=1e-6)
+    np.testing.assert_allclose(predicted, x, rtol=1e-6, strict=True)  # (n, 1), as model.predict gives it
 
 
 def test_a_saved_lambda_model_loaded_from_disk_stays_under_keras_safe_mode() -> None:
@@ -171,7 +171,7 @@ def test_a_model_without_trainable_weights_fits_as_keras_does_evaluates_and_pred
     assert results["loss"] == pytest.approx(expected_loss, rel=1e-5)
     assert results["validation_loss"] == results["loss"] and results["validation_mae"] == results["mae"]  # Orca's names
     predicted = np.concatenate([shard["prediction"] for shard in est.predict(shards).collect()])
-    np.testing.assert_allclose(predicted, (x @ weights[0] + weights[1]).reshape(-1), rtol=1e-5)
+    np.testing.assert_allclose(predicted, x @ weights[0] + weights[1], rtol=1e-5, strict=True)
     est.shutdown()
 
 

@@ -2,7 +2,9 @@
 
 A Keras model is saved in Keras' ``.keras`` format, which rebuilds it. A torch model is saved by
 ``TorchEstimator.save`` with the module itself pickled by value (``model_by_value``: the bytes
-``predict`` ships to the executors, the user's own classes included), next to its ``state_dict``.
+``predict`` ships to the executors, the user's own classes included), next to its ``state_dict``
+and, when the Estimator had seen rows, the row shape and dtype of each input (``input_signature``),
+which fix the UDF's result type (older files without it need ``input_shapes``).
 That was chosen over TorchScript, which refuses models with Python control flow or untyped
 attributes; the price is that loading it runs pickled code, so load only files you trust, with
 compatible torch and Python versions.
@@ -47,7 +49,7 @@ def _keras_udf(keras_bytes: bytes, batch_size: int, feature_cols: Any, input_sha
 def _torch_udf(path: str, blob: bytes, batch_size: int, feature_cols: Any, input_shapes: Any) -> ModelUDF:
     import torch
 
-    from zoo_lite.learn.pytorch.predict import MODEL_BY_VALUE, TORCH_PREDICT
+    from zoo_lite.learn.pytorch.predict import MODEL_BY_VALUE, TORCH_PREDICT, saved_signature
 
     try:
         saved = torch.load(io.BytesIO(blob), weights_only=False)
@@ -62,7 +64,8 @@ def _torch_udf(path: str, blob: bytes, batch_size: int, feature_cols: Any, input
             "TorchEstimator.save (it stores the model too), or build the UDF from the Estimator: est.spark_udf(...)"
         )
     payload = saved[MODEL_BY_VALUE]
-    return model_udf(TORCH_PREDICT.load(payload), payload, TORCH_PREDICT, batch_size, feature_cols, input_shapes)
+    return model_udf(TORCH_PREDICT.load(payload), payload, TORCH_PREDICT, batch_size, feature_cols, input_shapes,
+                     seen=saved_signature(saved))
 
 
 def spark_udf(path: str, batch_size: int = 32, feature_cols: Union[None, Hashable, Sequence[Hashable]] = None,
@@ -80,7 +83,10 @@ def spark_udf(path: str, batch_size: int = 32, feature_cols: Union[None, Hashabl
     feature_cols : str or list of str, optional
         The UDF's default columns; they also name the model inputs in errors.
     input_shapes : tuple or list of tuples, optional
-        One row's shape per model input; needed for a torch model (a Keras model states them).
+        One row's shape per model input; it wins over what the file knows. A Keras model states
+        them; a torch file keeps those of the rows its Estimator saw before ``save`` (fit,
+        evaluate or predict); needed for a torch file saved before it saw any, or by an older
+        zoo_lite.
 
     Returns
     -------
@@ -104,6 +110,14 @@ def spark_udf(path: str, batch_size: int = 32, feature_cols: Union[None, Hashabl
     >>> path = Estimator.from_torch(model=net, loss=torch.nn.MSELoss()).save(os.path.join(tempfile.mkdtemp(), "m.pt"))
     >>> predict = spark_udf(path, input_shapes=(3,))
     >>> df = OrcaContext.get_spark_session().createDataFrame([([1.0, 2.0, 3.0],)], "x array<double>")
+    >>> len(df.select(predict("x").alias("p")).first().p)
+    2
+
+    An Estimator that has seen rows (here a DataFrame ``predict``) saves their shapes too:
+
+    >>> est = Estimator.from_torch(model=net, loss=torch.nn.MSELoss())
+    >>> _ = est.predict(df, feature_cols=["x"])
+    >>> predict = spark_udf(est.save(os.path.join(tempfile.mkdtemp(), "seen.pt")))
     >>> len(df.select(predict("x").alias("p")).first().p)
     2
     """

@@ -29,7 +29,7 @@ from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
 from zoo_lite.learn.base.file_relay import FitFiles
 from zoo_lite.learn.base.framework import Framework
-from zoo_lite.learn.base.predict import predict_spark_df, predict_xshards
+from zoo_lite.learn.base.predict import InputSignature, predict_spark_df, predict_xshards, row_signature
 from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
 from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, check_task_slots, workers_on_executors
@@ -157,6 +157,8 @@ class GroupEstimator:
         self._feeds: dict[str, _LoadedFeed] = {}
         self._busy = False
         self._kept_fit_extras: Any = None   # the callbacks' state after the last completed epoch
+        #: the row shape and dtype of each model input, of the last rows fit, evaluate or predict saw (for spark_udf)
+        self._seen_signature: Optional[InputSignature] = None
         _live_estimators.add(self)
 
     # -- state ----------------------------------------------------------------------------------------
@@ -446,11 +448,17 @@ class GroupEstimator:
             check_has_rows(total_rows)
             if self._on_spark:   # loaded again by a stage started anew within this call
                 self._call_datasets[key] = (shipped, batch_size)
+        self._see_signature(self._call_rank0(functools.partial(_feed_signature, self.framework.predict.feed_signature, key)))
         try:
             self._feeds[key] = _LoadedFeed(weakref.ref(data), columns, total_rows, batch_size)
         except TypeError:
             pass  # an input that cannot be weakly referenced is simply loaded again next time
         return total_rows, batch_size
+
+    def _see_signature(self, signature: Optional[InputSignature]) -> None:
+        """Keep the row signature of rows just seen (when known), for :meth:`spark_udf` and ``save``."""
+        if signature:
+            self._seen_signature = signature
 
     def _bind_rows(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool) -> int:
         """backend="spark": bind ``data``'s rows to ``key`` (counted and cut for the workers, read
@@ -476,6 +484,7 @@ class GroupEstimator:
             except TypeError:
                 bound = _BoundRows(lambda: None, columns, feed)   # cannot be weakly referenced: bound anew next time
             self._bound_rows[key] = bound
+            self._see_signature(row_signature(bound.feed.template["x"]))   # the one-row shard the driver holds
         return bound.feed.total_rows
 
     def _load_rows(self, key: str, data: Any, columns: Columns, need_labels: bool) -> int:
@@ -597,8 +606,11 @@ class GroupEstimator:
             The columns the UDF takes when called with none (``udf()``); they also name the
             model inputs in errors.
         input_shapes : tuple or list of tuples, optional
-            One row's shape per model input, e.g. ``[(4,)]``. A Keras model states its own; a
-            torch model needs this, to type the result before the UDF runs.
+            One row's shape per model input, e.g. ``[(4,)]``; it wins over what is known. A Keras
+            model states its own. For a torch model the Estimator knows them from the rows it
+            last fit, evaluated or predicted on (XShards, Spark DataFrames, DataLoaders and
+            creators; not from an XShards ``predict`` alone, whose rows stay in the Spark tasks);
+            pass them when it has seen none.
 
         Returns
         -------
@@ -609,7 +621,8 @@ class GroupEstimator:
         Raises
         ------
         InvalidArgumentError
-            Shapes unknown or wrong, or ``feature_cols`` not one per input. Called with the
+            Shapes unknown (a torch model whose Estimator has seen no rows, without
+            ``input_shapes``) or wrong, or ``feature_cols`` not one per input. Called with the
             wrong number of columns, the UDF raises on the driver; a column whose rows do not
             have the input's shape fails the query with a message naming the column and input.
 
@@ -627,9 +640,15 @@ class GroupEstimator:
         >>> df = OrcaContext.get_spark_session().createDataFrame([([1.0, 2.0],), ([3.0, 4.0],)], "features array<double>")
         >>> [row.prediction for row in df.select(predict("features").alias("prediction")).collect()]
         [3.0, 7.0]
+
+        Once the Estimator has seen rows (here a DataFrame ``predict``), the shapes are known:
+
+        >>> _ = est.predict(df, feature_cols=["features"])
+        >>> [row.p for row in df.select(est.spark_udf()("features").alias("p")).collect()]
+        [3.0, 7.0]
         """
         return model_udf(self._model, self.framework.model_payload(self._model), self.framework.predict, batch_size,
-                         feature_cols, input_shapes)
+                         feature_cols, input_shapes, seen=self._seen_signature)
 
     def _predict(self, data: Any, feature_cols: Cols, batch_size: int, output_cols: Optional[Sequence[str]] = None) -> Any:
         """Predictions next to the input, in its order, computed in the Spark tasks that hold it
@@ -642,10 +661,11 @@ class GroupEstimator:
         if convert.is_spark_df(data):
             if features is None:
                 raise InvalidArgumentError("predict: data is a Spark DataFrame; pass feature_cols=[...]")
-            return predict_spark_df(data, self._model, payload, self.framework.predict, list(features), batch_size, output_cols)
+            return predict_spark_df(data, self._model, payload, self.framework.predict, list(features), batch_size, output_cols,
+                                    seen=self._see_signature)
         if isinstance(data, SparkXShards):
             return predict_xshards(data, payload, self.framework.predict, list(features) if features else None, batch_size,
-                                   output_cols)
+                                   output_cols, known=self._seen_signature)
         raise InvalidArgumentError(f"predict: data is a {kind_of(data)}; pass an XShards or a Spark DataFrame")
 
 
@@ -752,6 +772,11 @@ def _check_batch_covers_workers(batch_size: int, workers: int) -> None:
 
 def _load_dataset(key: str, data: Any, batch_size: int, runner: Runner) -> int:
     return runner.load_dataset(key, data, batch_size)
+
+
+def _feed_signature(read: Callable[[Any], Optional[InputSignature]], key: str, runner: Any) -> Optional[InputSignature]:
+    """The row signature of the runner's feed ``key``, as the framework's ``read`` finds it."""
+    return read(runner.feeds[key])
 
 
 def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:

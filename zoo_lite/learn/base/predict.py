@@ -26,14 +26,43 @@ if TYPE_CHECKING:
     from zoo_lite.data.shard import SparkXShards
 
 __all__ = ["PredictRecipe", "BroadcastModel", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names",
-           "per_row", "arrow_column", "spark_type_of"]
+           "per_row", "arrow_column", "spark_type_of", "row_signature", "InputSignature"]
 
 PREDICTION = "prediction"
+
+#: each model input's row shape and dtype, in input order
+InputSignature = list[tuple[tuple[int, ...], np.dtype]]
 
 
 def no_input_signature(model: Any) -> None:
     """For models that do not state their input shapes (the ``input_signature`` of a recipe)."""
     return None
+
+
+def no_feed_signature(feed: Any) -> None:
+    """For frameworks whose feeds do not show their rows' shapes (the ``feed_signature`` of a recipe)."""
+    return None
+
+
+def row_signature(arrays: Sequence[Any]) -> Optional[InputSignature]:
+    """Each input's row shape and dtype, from arrays whose first axis is the rows; floating
+    inputs as float32 (every framework casts them to its model's dtype). None when an input is
+    not numeric (strings, or objects such as the cells of an empty pandas column).
+
+    Examples
+    --------
+    >>> row_signature([np.zeros((5, 3)), np.arange(5)])
+    [((3,), dtype('float32')), ((), dtype('int64'))]
+    >>> row_signature([np.array(["a", "b"])]) is None
+    True
+    """
+    signature = []
+    for array in arrays:
+        dtype = np.dtype(array.dtype)
+        if dtype.kind not in "biuf":
+            return None
+        signature.append((tuple(int(n) for n in array.shape[1:]), np.dtype(np.float32) if dtype.kind == "f" else dtype))
+    return signature
 
 
 @dataclass(frozen=True)
@@ -45,7 +74,9 @@ class PredictRecipe:
     batch_size)`` returns one array per model output, one row per input row; ``set_threads(n)``
     sizes the framework's thread pool to the task's CPUs at the start of each task;
     ``input_signature(model)`` gives the row shape and dtype of each input when the model states
-    them (Keras), else None (torch), for :mod:`zoo_lite.learn.base.udf`. ``strings`` says that
+    them (Keras), else None (torch), for :mod:`zoo_lite.learn.base.udf`. ``feed_signature(feed)``
+    gives them for the rows a worker loaded (a runner's feed), when the feed shows them cheaply,
+    else None: the Estimator keeps them for models that do not state theirs. ``strings`` says that
     the model takes string and array<string> feature columns (as object arrays of ``str``, which
     Keras turns into string tensors); without it they are refused on the driver.
     """
@@ -53,8 +84,9 @@ class PredictRecipe:
     load: Callable[[bytes], Any]
     run: Callable[[Any, tuple[np.ndarray, ...], int], list[np.ndarray]]
     set_threads: Callable[[int], None]
-    input_signature: Callable[[Any], Optional[list[tuple[tuple[int, ...], Any]]]] = no_input_signature
+    input_signature: Callable[[Any], Optional[InputSignature]] = no_input_signature
     strings: bool = False
+    feed_signature: Callable[[Any], Optional[InputSignature]] = no_feed_signature
 
 
 def predict_in_batches(run_batch: Callable[[Any, list[np.ndarray]], list[np.ndarray]], model: Any,
@@ -178,23 +210,24 @@ def spark_type_of(ndim: int) -> Any:
 
 
 def _probe_outputs(model: Any, recipe: PredictRecipe, first_row: "pa.Table", feature_names: list[str],
-                   batch_size: int) -> Optional[list[np.ndarray]]:
-    """The model's outputs on one row, to type the prediction columns (None if there is no row)."""
+                   batch_size: int) -> Optional[tuple[tuple[np.ndarray, ...], list[np.ndarray]]]:
+    """The model's inputs and outputs for one row, to type the prediction columns (None if there is no row)."""
     from zoo_lite.data import convert
 
     if first_row.num_rows == 0:
         return None
     inputs = convert.arrow_to_model_arrays(first_row, feature_names, None, strings=recipe.strings)["x"]
-    return per_row(recipe.run(model, inputs, batch_size))
+    return inputs, per_row(recipe.run(model, inputs, batch_size))
 
 
 def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, recipe: PredictRecipe,
-                     feature_cols: list[Hashable], batch_size: int,
-                     output_cols: Optional[Sequence[str]] = None) -> "pyspark.sql.DataFrame":
+                     feature_cols: list[Hashable], batch_size: int, output_cols: Optional[Sequence[str]] = None,
+                     seen: Callable[[InputSignature], None] = lambda signature: None) -> "pyspark.sql.DataFrame":
     """``df`` with one column per model output (float, or array<float> for wider outputs), in order.
 
     ``model`` is the driver's copy (to type the new columns); ``payload`` is what the executors
-    load it from with ``recipe.load``.
+    load it from with ``recipe.load``. ``seen`` gets the row signature of the row read on the
+    driver to type the columns (when it has one and it is numeric).
     """
     from pyspark.ml.functions import vector_to_array
     from pyspark.ml.linalg import VectorUDT
@@ -211,8 +244,12 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     extra = [vector_to_array(functions.col(f"`{name}`")).alias(tmp) for name, tmp in read_as.items() if tmp != name]
     source = df.select("*", *extra) if extra else df
     feature_names = list(read_as.values())
-    probe = _probe_outputs(model, recipe, source.select(*[functions.col(f"`{c}`") for c in feature_names]).limit(1).toArrow(),
-                           feature_names, batch_size)
+    probed = _probe_outputs(model, recipe, source.select(*[functions.col(f"`{c}`") for c in feature_names]).limit(1).toArrow(),
+                            feature_names, batch_size)
+    probe = probed[1] if probed is not None else None
+    signature = row_signature(probed[0]) if probed is not None else None
+    if signature is not None:
+        seen(signature)
     names = output_names(output_cols, len(probe) if probe is not None else 1)
     taken = [name for name in names if name in df.columns]
     if taken:
@@ -236,11 +273,43 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     return source.mapInArrow(predict, schema)
 
 
+def _outputs_without_rows(net: Any, recipe: PredictRecipe, inputs: tuple[np.ndarray, ...],
+                          known: Optional[InputSignature]) -> list[np.ndarray]:
+    """The predictions of a shard without rows: zero rows of each output, with the output's row
+    shape (what the other shards' predictions have, so that they concatenate).
+
+    The model runs on one all-zero row, cut to none after (a model may refuse an empty batch),
+    shaped as the model states its inputs, else as the shard's arrays show them, else as
+    ``known`` (the rows the Estimator saw: an empty pandas column has lost its rows' width); the
+    first that the model takes. When none does, one empty 1-D array, as the model gives no shape.
+    """
+    tried: list[InputSignature] = []
+    for candidate in (lambda: recipe.input_signature(net), lambda: row_signature(inputs), lambda: known):
+        try:
+            signature = candidate()
+            if not signature or len(signature) != len(inputs) or signature in tried:
+                continue
+            tried.append(signature)
+            zeros = tuple(np.zeros((1, *shape), dtype=dtype) for shape, dtype in signature)
+            return [np.asarray(out)[:0] for out in recipe.run(net, zeros, 1)]
+        except Exception:  # noqa: BLE001 - this shape does not fit the model: the next one is tried
+            continue
+    return [np.zeros((0,), dtype=np.float32)]
+
+
 def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecipe, feature_cols: Optional[list[Hashable]],
-                    batch_size: int, output_cols: Optional[Sequence[str]] = None) -> "SparkXShards":
+                    batch_size: int, output_cols: Optional[Sequence[str]] = None,
+                    known: Optional[InputSignature] = None) -> "SparkXShards":
     """Each shard with its predictions: dict shards gain ``"prediction"`` (or ``output_cols``),
     pandas shards a column each. The model's inputs are ``feature_cols`` (columns, or a dict
-    shard's keys), else a dict shard's ``"x"``."""
+    shard's keys), else a dict shard's ``"x"``.
+
+    Predictions keep the model's output shape, as the model's own ``predict`` gives them: a
+    one-unit output is ``(rows, 1)`` (in a pandas column, a one-value array per row). A shard
+    without rows gets zero rows of each output's shape (see :func:`_outputs_without_rows`;
+    ``known`` is the signature of the rows the Estimator saw, None if it saw none), found in its
+    own task, so no Spark job is added.
+    """
     import pandas as pd
 
     from zoo_lite.data import convert
@@ -251,7 +320,10 @@ def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecip
     def predict(shard: Any) -> Any:
         net = shipped.start_task()
         inputs = convert.shard_to_model_arrays(shard, columns, need_labels=False)["x"]   # checks the columns
-        outputs = per_row(recipe.run(net, inputs, batch_size))
+        if len(inputs[0]):
+            outputs = [np.asarray(out) for out in recipe.run(net, inputs, batch_size)]
+        else:
+            outputs = _outputs_without_rows(net, recipe, inputs, known)
         names = output_names(output_cols, len(outputs))
         if isinstance(shard, pd.DataFrame):
             return shard.assign(**{name: list(out) if out.ndim > 1 else out for name, out in zip(names, outputs)})

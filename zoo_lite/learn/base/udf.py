@@ -8,8 +8,9 @@ Arrow columns, which become the model's input arrays through the same conversion
 Arrow with the types of ``predict``'s ``prediction`` column.
 
 The model's input row shapes fix the UDF's result type: a Keras model states them; a torch model
-does not, so ``input_shapes`` is needed there (as PySpark's ``predict_batch_udf`` asks for
-``input_tensor_shapes``).
+does not, so they come from the rows its Estimator saw (``fit``, ``evaluate``, ``predict``; kept in
+the file ``save`` writes), or from ``input_shapes`` (as PySpark's ``predict_batch_udf`` asks for
+``input_tensor_shapes``), which wins over both.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator, Optional, Sequence, U
 import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.learn.base.predict import BroadcastModel, PredictRecipe, arrow_column, output_names, per_row, spark_type_of
+from zoo_lite.learn.base.predict import (BroadcastModel, InputSignature, PredictRecipe, arrow_column, output_names, per_row,
+                                         spark_type_of)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -178,12 +180,14 @@ class ModelUDF:
 
 
 def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int, feature_cols: Any = None,
-              input_shapes: Any = None) -> ModelUDF:
+              input_shapes: Any = None, seen: Optional[InputSignature] = None) -> ModelUDF:
     """A :class:`ModelUDF` for ``model`` (the driver's copy, run once on a row of zeros for its
     output shapes), whose executors load ``payload`` with ``recipe``.
 
     The input row shapes are ``input_shapes`` when given, else what the model states
-    (``recipe.input_signature``); ``feature_cols`` name the inputs in errors and are the UDF's
+    (``recipe.input_signature``), else ``seen``: the row shapes and dtypes of the rows the
+    Estimator saw (whose dtypes also make the row of zeros, so that an integer input, such as an
+    embedding's, stays integer). ``feature_cols`` name the inputs in errors and are the UDF's
     default columns.
     """
     from zoo_lite.data.convert import Columns
@@ -191,11 +195,14 @@ def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int
 
     check_positive_int(batch_size, "batch_size")
     stated = recipe.input_signature(model)
-    shapes = check_input_shapes(input_shapes) or ([shape for shape, _ in stated] if stated else None)
+    known = stated or seen
+    shapes = check_input_shapes(input_shapes) or ([shape for shape, _ in known] if known else None)
     if shapes is None:
         raise InvalidArgumentError(
             "spark_udf: this model does not state the shape of its inputs; pass input_shapes=[(4,)] (one row's shape "
-            "per model input, e.g. (4,) for 4 features) so that the UDF's result type is known before it runs"
+            "per model input, e.g. (4,) for 4 features) so that the UDF's result type is known before it runs. An "
+            "Estimator learns them from the rows it fits, evaluates or predicts on (XShards, Spark DataFrames, "
+            "DataLoaders), and its save keeps them for zoo_lite.learn.spark_udf(path)"
         )
     features = Columns.of(feature_cols).features
     if features is not None and len(features) != len(shapes):
@@ -204,6 +211,6 @@ def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int
             "input(s); give one column per model input, in order"
         )
     names = tuple(str(name) for name in features) if features else tuple(str(i) for i in range(len(shapes)))
-    dtypes = [dtype for _, dtype in stated] if stated and len(stated) == len(shapes) else [np.float32] * len(shapes)
+    dtypes = [dtype for _, dtype in known] if known and len(known) == len(shapes) else [np.float32] * len(shapes)
     signature = _Signature(names, tuple(shapes), _probe_output_shapes(model, recipe, shapes, dtypes))
     return ModelUDF(BroadcastModel(payload, recipe), signature, batch_size, names if features else None)

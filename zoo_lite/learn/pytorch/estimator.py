@@ -22,7 +22,7 @@ from zoo_lite.learn.base.worker_group import Workers
 from zoo_lite.learn.pytorch import data as torch_data
 from zoo_lite.learn.pytorch.callbacks import Callback
 from zoo_lite.learn.pytorch.feeds import held_target
-from zoo_lite.learn.pytorch.predict import MODEL_BY_VALUE, TORCH_PREDICT, model_bytes
+from zoo_lite.learn.pytorch.predict import INPUT_SIGNATURE, MODEL_BY_VALUE, TORCH_PREDICT, model_bytes, stored_signature
 from zoo_lite.learn.pytorch.runner import TorchRunner, decode_state_into, encode_state
 from zoo_lite.learn.pytorch.specs import TorchSpec, build_model
 
@@ -160,8 +160,9 @@ class TorchEstimator(GroupEstimator):
 
         A Spark DataFrame comes back with every column plus ``prediction`` (float, or
         array<float> for a wider output); an XShards with ``"prediction"`` in each dict shard
-        or a ``prediction`` column in each pandas shard. Runs in the Spark tasks that hold the
-        data (see :mod:`zoo_lite.learn.base.predict`).
+        or a ``prediction`` column in each pandas shard, with the model's output shape (a
+        ``(rows, 1)`` output stays so; a shard without rows gets ``(0, k...)``). Runs in the
+        Spark tasks that hold the data (see :mod:`zoo_lite.learn.base.predict`).
 
         Returns
         -------
@@ -184,7 +185,7 @@ class TorchEstimator(GroupEstimator):
         >>> est = Estimator.from_torch(model=net, loss=torch.nn.MSELoss())
         >>> shards = XShards.partition({"x": np.ones((4, 2), "float32")}, num_shards=2)
         >>> [shard["prediction"].shape for shard in est.predict(shards).collect()]
-        [(2,), (2,)]
+        [(2, 1), (2, 1)]
         """
         return self._predict(data, feature_cols, batch_size)
 
@@ -192,8 +193,12 @@ class TorchEstimator(GroupEstimator):
         """Save model, optimizer and scheduler state and the epoch counter to ``path`` (a
         ``torch.save`` dict with ``model_state``, as :meth:`save_checkpoint` writes), plus the
         model itself pickled by value (``model_by_value``), so that
-        :func:`zoo_lite.learn.spark_udf` rebuilds it in a job without the training code."""
+        :func:`zoo_lite.learn.spark_udf` rebuilds it in a job without the training code, and,
+        once the Estimator has seen rows, each input's row shape and dtype
+        (``input_signature``), so that it needs no ``input_shapes`` either."""
         state = {**self._extras, MODEL_BY_VALUE: model_bytes(self._model)}
+        if self._seen_signature:
+            state[INPUT_SIGNATURE] = stored_signature(self._seen_signature)
         checkpoints.write_atomically(path, self.framework.state.encode(self._model, state))
         return path
 

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any, Collection, Optional, Sequence
 
 import numpy as np
 
-from zoo_lite.learn.base.predict import PredictRecipe, predict_in_batches
+from zoo_lite.learn.base.predict import InputSignature, PredictRecipe, predict_in_batches, row_signature
+from zoo_lite.learn.tf2.feeds import HeldRowsFeed
 from zoo_lite.learn.tf2.specs import model_from_bytes
 
 if TYPE_CHECKING:
     from zoo_lite.data import SparkXShards
 
-__all__ = ["KERAS_PREDICT", "KERAS_OWN_MODEL_PREDICT", "predict_arrays", "input_signature", "autograph_modules", "remove_autograph_files",
-           "predict_dataset"]
+__all__ = ["KERAS_PREDICT", "KERAS_OWN_MODEL_PREDICT", "predict_arrays", "input_signature", "feed_signature", "autograph_modules",
+           "remove_autograph_files", "predict_dataset"]
 
 #: the prefix of the modules (and their files) that TensorFlow's autograph writes
 _AUTOGRAPH_PREFIX = "__autograph_generated_file"
@@ -122,6 +123,20 @@ def input_signature(model: Any) -> Optional[list[tuple[tuple[int, ...], Any]]]:
     return [(tuple(int(dim) for dim in shape), np.dtype(tensor.dtype)) for shape, tensor in zip(shapes, inputs)]
 
 
+def feed_signature(feed: Any) -> Optional[InputSignature]:
+    """The row shape and dtype of each input in a Keras worker's feed of rows (an XShards or a
+    Spark DataFrame); None for a tf.data feed, which shows them only by running its pipeline
+    (and a model with fixed input shapes states them anyway).
+
+    Examples
+    --------
+    >>> feed = HeldRowsFeed({"x": (np.zeros((4, 3)),)}, [4], [(0, 0, 4)], 1, "float32")
+    >>> feed_signature(feed)
+    [((3,), dtype('float32'))]
+    """
+    return row_signature(feed.features) if isinstance(feed, HeldRowsFeed) else None
+
+
 def _model_from_payload(payload: bytes) -> Any:
     return model_from_bytes(payload, compile=False)
 
@@ -132,10 +147,10 @@ def _own_model_from_payload(payload: bytes) -> Any:
 
 #: a saved file's model (``spark_udf(path)``): loaded under Keras' safe mode
 KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads,
-                              input_signature=input_signature, strings=True)
+                              input_signature=input_signature, strings=True, feed_signature=feed_signature)
 #: the Estimator's own model: loaded with Keras' safe mode off, so that Lambda layers load
 KERAS_OWN_MODEL_PREDICT = PredictRecipe(load=_own_model_from_payload, run=predict_arrays, set_threads=_set_threads,
-                                        input_signature=input_signature, strings=True)
+                                        input_signature=input_signature, strings=True, feed_signature=feed_signature)
 
 
 def _predictions_only(shard: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +161,8 @@ def predict_dataset(data: Any, payload: bytes, config: dict[str, Any], seed: int
                     output_cols: Optional[Sequence[str]] = None) -> "SparkXShards":
     """Predictions of the model in ``payload`` over a tf.data input (a Dataset or a creator), as
     Orca gave them: a SparkXShards of ``{"prediction": array}`` (or one key per ``output_cols``),
-    its partitions in the dataset's order. A Dataset is checked here (an endless one, or dict
+    its partitions in the dataset's order, each array with the model's output shape (``(rows, 1)``
+    for one unit, as Keras' ``model.predict`` gives it). A Dataset is checked here (an endless one, or dict
     elements, are an ``InvalidArgumentError``); a creator when it runs, in the tasks.
 
     Examples
@@ -159,7 +175,7 @@ def predict_dataset(data: Any, payload: bytes, config: dict[str, Any], seed: int
     >>> data = tf.data.Dataset.from_tensor_slices((np.arange(5.0)[:, None], np.zeros(5)))
     >>> shards = predict_dataset(data, model_to_bytes(model), {}, seed=0, batch_size=2)
     >>> np.concatenate([shard["prediction"] for shard in shards.collect()]).tolist()
-    [0.0, 1.0, 2.0, 3.0, 4.0]
+    [[0.0], [1.0], [2.0], [3.0], [4.0]]
     """
     from zoo_lite.context import OrcaContext
     from zoo_lite.data import SparkXShards
