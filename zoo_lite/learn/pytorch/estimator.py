@@ -256,6 +256,13 @@ class Estimator(EstimatorEntry):
             When set, every epoch writes a checkpoint there (``epoch=<n>.ckpt``).
         seed : int, optional
             Seeds the model creator, shuffling and workers: the same call twice gives the same model.
+        sync_stats : bool, default True
+            Average the model's floating buffers (batch-norm statistics) over the workers after
+            every epoch.
+        log_level : int, default logging.INFO
+            The level of the one line per epoch on the ``zoo_lite.learn`` logger.
+        start_timeout_s : float, default 180.0
+            How long starting and connecting the workers may take before ``WorkerTimeoutError``.
         max_failures : int, default 3
             Lost workers (a killed process, a lost node) a ``fit`` recovers from: the driver keeps
             the state after every epoch, and the fit resumes from the last completed epoch on a
