@@ -14,11 +14,12 @@ import re
 import time
 import threading
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
     SPARK_KWARGS,
@@ -53,9 +54,12 @@ class _ActiveContext:
     owns_spark: bool
     standalone: Optional["LoopbackStandaloneCluster"] = None
     ray: Optional["RayContext"] = None
+    #: folders libraries may leave empty in this host's temp dir, absent when the context started
+    tidy_if_empty: list[str] = field(default_factory=list)
 
     def stop(self) -> None:
-        """Stop Ray, then Spark if zoo_lite started it, then the loopback standalone cluster."""
+        """Stop Ray, then Spark if zoo_lite started it, then the loopback standalone cluster; then
+        remove the folders of ``tidy_if_empty`` that the run left empty."""
         try:
             if self.ray is not None:
                 self.ray.stop()
@@ -64,8 +68,25 @@ class _ActiveContext:
                 if self.owns_spark:
                     self.spark.stop()
             finally:
-                if self.standalone is not None:
-                    self.standalone.stop()
+                try:
+                    if self.standalone is not None:
+                        self.standalone.stop()
+                finally:
+                    _remove_empty_folders(self.tidy_if_empty)
+
+
+def _absent_library_folders() -> list[str]:
+    """The folders libraries make in the temp dir (PyTorch's inductor cache, when zoo_lite's code
+    builds an optimizer here or in local mode's workers) that are not there yet."""
+    from zoo_lite.ray_on_spark.node_launch import library_temp_dirs
+
+    return [folder for folder in library_temp_dirs() if not os.path.exists(folder)]
+
+
+def _remove_empty_folders(folders: list[str]) -> None:
+    from zoo_lite.ray_on_spark.watchdog import remove_empty_folders
+
+    remove_empty_folders(folders)
 
 
 _lock = threading.RLock()
@@ -74,12 +95,7 @@ _atexit_registered = False
 
 
 def _split_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    unknown = sorted(set(kwargs) - set(SPARK_KWARGS) - set(RAY_KWARGS))
-    if unknown:
-        raise InvalidArgumentError(
-            f"init_orca_context got unknown keyword argument(s) {unknown}; Spark settings go in "
-            f"conf={{...}}, and the keyword arguments it takes are {sorted(SPARK_KWARGS + RAY_KWARGS)}"
-        )
+    """Orca's Spark options and Ray options (``suggest_keywords`` has refused any other name)."""
     spark_kwargs = {k: v for k, v in kwargs.items() if k in SPARK_KWARGS}
     ray_kwargs = {k: v for k, v in kwargs.items() if k in RAY_KWARGS}
     return spark_kwargs, ray_kwargs
@@ -195,6 +211,7 @@ def _adopt_running_spark(settings: SparkSettings) -> Optional[_ActiveContext]:
     return _ActiveContext(SparkSession(running), settings, RaySettings(), owns_spark=False)
 
 
+@suggest_keywords(also=SPARK_KWARGS + RAY_KWARGS, hint="Spark settings go in conf={...}.")
 def init_orca_context(
     cluster_mode: Optional[str] = "local",
     cores: Union[int, str, None] = None,
@@ -245,8 +262,11 @@ def init_orca_context(
 
     Raises
     ------
+    UnknownKeywordError
+        A keyword argument it does not take; the message names the closest ones it takes. A
+        TypeError, and an InvalidArgumentError.
     InvalidArgumentError
-        An unknown keyword argument, or an invalid value: an unsupported ``cluster_mode``,
+        An invalid value: an unsupported ``cluster_mode``,
         ``cores``, ``memory`` or ``num_nodes`` that is not a positive amount, ``cores="*"``
         outside local mode, a ``master`` URL of the wrong kind, or more ``num_ray_nodes`` than
         there can be Ray nodes.
@@ -284,8 +304,10 @@ def init_orca_context(
         ray_settings = RaySettings(**ray_kwargs)
         _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
         _quiet_tensorflow_in_driver(settings)
+        absent_folders = _absent_library_folders()
         context = _adopt_running_spark(settings) or _start_spark(settings)
         context.ray_settings = ray_settings
+        context.tidy_if_empty = absent_folders
         if init_ray_on_spark:
             try:
                 context.ray = _start_ray(context)
@@ -353,6 +375,7 @@ def _mode_of_master(master: Optional[str]) -> dict[str, Any]:
     )
 
 
+@suggest_keywords
 def init_nncontext(conf: Union["SparkConf", str, Mapping[str, str], None] = None, spark_log_level: str = "WARN",
                    redirect_spark_log: bool = True) -> "SparkContext":
     """Orca's ``init_nncontext`` (``from zoo import init_nncontext``): the active SparkContext,
@@ -527,7 +550,7 @@ def _require_active() -> _ActiveContext:
 class _OrcaContextMeta(type):
     """Class-level settings of :class:`OrcaContext`, validated on assignment (Orca's names)."""
 
-    _pandas_read_backend = "pandas"   # Orca's was "spark"; pandas' reader is 2.5x faster here (docs/api.md)
+    _pandas_read_backend = "pandas"   # Orca's was "spark"; pandas' reader is 2.5x faster here (docs/guides/xshards.md)
     _log_output = False
     _barrier_mode = True
     _shard_size_value: Optional[int] = None

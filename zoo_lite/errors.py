@@ -25,6 +25,7 @@ __all__ = [
     "RayNodeStartError",
     "NoRayNodeError",
     "InvalidArgumentError",
+    "UnknownKeywordError",
     "ColumnNotFoundError",
     "ShardMismatchError",
     "DataReadError",
@@ -68,6 +69,12 @@ class NoRayNodeError(ContextError):
 
 class InvalidArgumentError(ZooLiteError, ValueError):
     """An argument has a value zoo_lite cannot work with; the message names both."""
+
+
+class UnknownKeywordError(InvalidArgumentError, TypeError):
+    """A call passed a keyword argument the function does not take; the message names the
+    closest ones it takes (:mod:`zoo_lite.keywords`). A TypeError too, as Python's own error
+    for such a call is, so that ``except TypeError`` still catches it."""
 
 
 class ColumnNotFoundError(InvalidArgumentError):

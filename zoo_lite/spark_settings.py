@@ -473,6 +473,38 @@ def _python_worker_socket_conf(mode: str) -> dict[str, str]:
     return {UNIX_SOCKET_ENABLED: "true"}
 
 
+PYTHON_DAEMON_MODULE = "spark.python.daemon.module"
+#: the daemon of Python workers that ends a worker the JVM stopped without a traceback
+QUIET_DAEMON = "zoo_lite.spark_daemon"
+
+
+def _python_daemon_conf(settings: SparkSettings) -> dict[str, str]:
+    """pyspark's daemon of Python workers, quiet about a worker the JVM stopped on purpose (the
+    ``BrokenPipeError`` traceback a ``LIMIT`` over a Python UDF printed, see
+    :mod:`zoo_lite.spark_daemon`).
+
+    Only where the executors run this very Python, which has zoo_lite: in local mode, where
+    their stderr is the user's console, local-cluster and the loopback standalone cluster, with
+    no other interpreter asked for. On other clusters the daemon would start before the tasks add
+    ``extra_python_lib`` to the path, so a zoo_lite shipped only that way would fail every Python
+    task; their executors' stderr goes to the executors' logs, not to the console.
+
+    Examples
+    --------
+    >>> _python_daemon_conf(SparkSettings(cluster_mode="local"))
+    {'spark.python.daemon.module': 'zoo_lite.spark_daemon'}
+    >>> _python_daemon_conf(SparkSettings(cluster_mode="standalone", master="spark://10.0.0.1:7077"))
+    {}
+    """
+    here = settings.cluster_mode in ("local", "local-cluster") or (
+        settings.cluster_mode == "standalone" and settings.master is None)
+    python = (settings.conf.get("spark.pyspark.python") or settings.python_location or os.environ.get("PYSPARK_PYTHON")
+              or sys.executable)
+    if not here or os.path.realpath(python) != os.path.realpath(sys.executable):
+        return {}
+    return {PYTHON_DAEMON_MODULE: QUIET_DAEMON}
+
+
 def _executor_conf(settings: SparkSettings, cores: int) -> dict[str, str]:
     return {
         "spark.executor.cores": str(cores),
@@ -497,6 +529,7 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
     conf = _base_conf(settings)
     mode, cores = settings.cluster_mode, settings.effective_cores
     conf.update(_python_worker_socket_conf(mode))
+    conf.update(_python_daemon_conf(settings))
     master: Optional[str]
     if mode == "local":
         master = f"local[{cores}]"

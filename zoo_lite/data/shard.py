@@ -34,6 +34,7 @@ from zoo_lite.errors import (
     check_positive_int,
     raising_transportably,
 )
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.user_code import by_value
 
 if TYPE_CHECKING:
@@ -256,6 +257,7 @@ def _pass_keep_alive_on(cls: type) -> None:
             setattr(cls, name, _passing_keep_alive(member))
 
 
+@suggest_keywords
 class XShards(ABC):
     """A distributed collection of shards. Build one with :meth:`partition`, the readers in
     :mod:`zoo_lite.data.pandas`, :meth:`SparkXShards.from_spark_df` or ``SparkXShards(rdd)``.
@@ -440,6 +442,7 @@ class XShards(ABC):
         """
 
 
+@suggest_keywords
 class SparkXShards(XShards):
     """XShards backed by a Spark RDD whose elements are shards.
 

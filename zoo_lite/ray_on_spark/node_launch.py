@@ -12,9 +12,11 @@ every process binds its own. Nothing here imports Ray: a task costs a fork and a
 from __future__ import annotations
 
 import contextlib
+import getpass
 import glob
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -31,7 +33,7 @@ from zoo_lite.waiting import announced_wait
 
 __all__ = ["NodePlan", "NodeInfo", "LaunchedNode", "ray_start_command", "executor_process", "this_process",
            "node_name_for", "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "launch_node", "start_node",
-           "read_gcs_port", "start_without_client_server", "executors_to_fill", "remove_orphaned_temp_dirs", "spark_executor_id", "SKIPPED"]
+           "read_gcs_port", "start_without_client_server", "library_temp_dirs", "LIBRARY_TEMP_DIRS", "executors_to_fill", "remove_orphaned_temp_dirs", "spark_executor_id", "SKIPPED"]
 
 T = TypeVar("T")
 
@@ -46,6 +48,12 @@ _TEMP_PREFIX = "zl-ray-"
 #: the folder of the nodes' logs, in the temp dir, and how many logs of ended nodes it keeps
 LOG_DIR_NAME = "zoo_lite_ray_logs"
 KEPT_NODE_LOGS = 5
+#: how often a launch makes the log folder again that an ending node removed as empty meanwhile
+_LOG_DIR_TRIES = 10
+#: folders in the temp dir that libraries imported by Ray's workers create and may leave empty
+#: (``{user}``: the user's name as the library spells it): PyTorch 2.13 makes its inductor
+#: cache folder in every process that builds an optimizer, whether it compiles anything or not
+LIBRARY_TEMP_DIRS = ("torchinductor_{user}",)
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,44 @@ def rotate_node_logs(log_dir: str, keep: int = KEPT_NODE_LOGS, temp_root: str = 
         except OSError:
             pass
     return deleted
+
+
+def _user_name() -> str:
+    """The user's name as PyTorch spells it in its cache folder's name."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        name = f"uid_{os.getuid()}"
+    return re.sub(r'[\\/:*?"<>|]', "_", name)
+
+
+def library_temp_dirs(temp_root: Optional[str] = None) -> list[str]:
+    """The folders of :data:`LIBRARY_TEMP_DIRS` in ``temp_root`` (default: the temp dir).
+
+    A Ray node's watchdog removes those that were not there when the node was launched and are
+    empty at its stop; :func:`~zoo_lite.stop_orca_context` does the same in the driver's temp dir.
+
+    Examples
+    --------
+    >>> import getpass
+    >>> library_temp_dirs("/tmp") == [f"/tmp/torchinductor_{getpass.getuser()}"]
+    True
+    """
+    root = temp_root or tempfile.gettempdir()
+    return [os.path.join(root, name.format(user=_user_name())) for name in LIBRARY_TEMP_DIRS]
+
+
+def _new_node_log(log_dir: str, log_path: str) -> None:
+    """Create the empty log ``log_path`` in ``log_dir``, and ``log_dir`` if need be; a node that
+    ends meanwhile removes the folder if it is empty, so it is made again (a few times)."""
+    for _ in range(_LOG_DIR_TRIES):
+        os.makedirs(log_dir, exist_ok=True)
+        try:
+            open(log_path, "wb").close()
+            return
+        except FileNotFoundError:
+            continue
+    raise ClusterStartError(f"cannot create the Ray node log {log_path}: its folder keeps disappearing")
 
 
 def _option(name: str, value: Any) -> str:
@@ -425,18 +471,19 @@ def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str
     temp_dir = tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=_TEMP_ROOT)
     node_name = node_name_for(host, executor_pid, temp_dir)
     log_dir = os.path.join(tempfile.gettempdir(), LOG_DIR_NAME)
-    os.makedirs(log_dir, exist_ok=True)
     log_path = node_log_path(log_dir, node_name, temp_dir)
+    workers_temp_root = plan.env.get("TMPDIR") or tempfile.gettempdir()   # where Ray's workers' libraries write
     spec = WatchdogSpec(
         command=ray_start_command(plan, host, node_name, temp_dir, head_address),
         env=ray_environment(plan), log_path=log_path, temp_dir=temp_dir, node_name=node_name,
         lease_host=plan.lease_host, lease_port=plan.lease_port, lease_secret=plan.lease_secret,
         executor_pid=executor_pid, executor_create_time=executor_started,
         driver_silence_timeout_s=plan.heartbeat_timeout_s,
+        remove_if_empty=[log_dir, *(folder for folder in library_temp_dirs(workers_temp_root) if not os.path.exists(folder))],
     )
     spec_path = os.path.join(temp_dir, "watchdog.json")
     spec.dump(spec_path)
-    open(log_path, "wb").close()
+    _new_node_log(log_dir, log_path)
     rotate_node_logs(log_dir)   # the folder would grow by the log of every failed node for good
     watchdog = subprocess.Popen(
         [sys.executable, "-m", "zoo_lite.ray_on_spark.watchdog", spec_path],

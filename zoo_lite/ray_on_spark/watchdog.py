@@ -38,7 +38,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Optional
 
-__all__ = ["WatchdogSpec", "STOP", "STOPPED", "HEARTBEAT", "EXECUTOR_STOPPED", "HEARTBEAT_INTERVAL_S", "RAY_LOGS_MARKER", "ray_process_log_tails", "run_watchdog"]
+__all__ = ["WatchdogSpec", "STOP", "STOPPED", "HEARTBEAT", "EXECUTOR_STOPPED", "HEARTBEAT_INTERVAL_S", "RAY_LOGS_MARKER", "ray_process_log_tails", "remove_empty_folders",
+           "run_watchdog"]
 
 STOP = b"stop\n"
 STOPPED = b"stopped\n"
@@ -80,6 +81,9 @@ class WatchdogSpec:
     #: node ends itself: the driver counts the node as lost after the same time (heartbeat_timeout_s)
     driver_silence_timeout_s: float = 30.0
     extra: dict[str, str] = field(default_factory=dict)
+    #: folders removed at a clean stop if they are empty then: the nodes' log folder, and those
+    #: the node's processes may leave empty in the temp dir (absent when it was launched)
+    remove_if_empty: list[str] = field(default_factory=list)
 
     def dump(self, path: str) -> None:
         with open(path, "w") as handle:
@@ -221,6 +225,24 @@ def _keep_ray_process_logs(log: BinaryIO, temp_dir: str) -> None:
         log.write(f"{RAY_LOGS_MARKER}\n{tails}\n".encode())
 
 
+def remove_empty_folders(folders: list[str]) -> None:
+    """Remove each of ``folders`` that is empty; one that holds anything (another node's log, a
+    cache a library wrote) stays, and so does one another process removed or filled first.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> empty, full = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> open(os.path.join(full, "kept.log"), "w").close()
+    >>> remove_empty_folders([empty, full, empty])
+    >>> os.path.exists(empty), os.path.exists(full)
+    (False, True)
+    """
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
 def run_watchdog(spec: WatchdogSpec) -> int:
     """Run one node's watchdog until the node must end; return the exit code."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -247,6 +269,7 @@ def run_watchdog(spec: WatchdogSpec) -> int:
             if reason == "stop":  # a clean stop keeps no log; any other end keeps it for diagnosis
                 with contextlib.suppress(OSError):
                     os.unlink(spec.log_path)
+                remove_empty_folders(spec.remove_if_empty)
                 try:
                     lease.sendall(STOPPED)
                 except OSError:

@@ -46,6 +46,7 @@ from zoo_lite.errors import (
     raising_transportably,
     streaming_transportably,
 )
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.user_code import by_value
 
 if TYPE_CHECKING:
@@ -540,6 +541,7 @@ def _decoded_shards(df: Optional["SparkDataFrame"], files: Sequence[str], *, num
 # Public API
 # ---------------------------------------------------------------------------------------------
 
+@suggest_keywords
 def read_images(path: Union[str, "os.PathLike[str]"], size: tuple[int, int], label: Label = "folder", mode: str = "RGB",
                 on_error: str = "raise", num_partitions: Optional[int] = None, *,
                 storage_options: Optional[Mapping[str, Any]] = None) -> SparkXShards:
@@ -688,6 +690,7 @@ def _check_label_map(label_map: Any, label: Label) -> Optional[dict[str, int]]:
     return {name: int(value) for name, value in label_map.items()}
 
 
+@suggest_keywords
 def write_parquet(format: str, output_path: str, path: Optional[str] = None, *, directory: Optional[str] = None,
                   label: Label = "folder", label_map: Optional[Mapping[str, int]] = None, on_error: str = "raise",
                   write_mode: str = "overwrite") -> None:
@@ -798,6 +801,7 @@ def _image_table(df: "SparkDataFrame", *, label: Label, mapping: Optional[Mappin
     return table.withMetadata("label", {_CLASSES_KEY: classes}) if label is not None else table
 
 
+@suggest_keywords
 def read_parquet(format: str, path: str, size: tuple[int, int], mode: str = "RGB", on_error: str = "raise",
                  num_partitions: Optional[int] = None) -> SparkXShards:
     """Read a table written by :func:`write_parquet` into the shards :func:`read_images` gives.

@@ -33,6 +33,7 @@ from zoo_lite.data.paths import PathLike, expand_paths, file_sizes, missing_on_e
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.data.spark_jobs import spark_read_errors
 from zoo_lite.errors import DataReadError, InvalidArgumentError, raising_transportably
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.user_code import ByValue
 
 if TYPE_CHECKING:
@@ -322,7 +323,7 @@ def pyarrow_can_read_json(kwargs: Mapping[str, Any]) -> bool:
 def read_json_file(path: str, **kwargs: Any) -> pd.DataFrame:
     """One JSON file as ``pandas.read_json(path, **kwargs)`` reads it. A local, uncompressed JSON
     Lines file read with :func:`pyarrow_can_read_json` keywords, whose records are flat objects of
-    numbers, booleans and text, is parsed by pyarrow (faster, see ``docs/api.md``) when that gives
+    numbers, booleans and text, is parsed by pyarrow (faster, see ``docs/guides/xshards.md``) when that gives
     pandas' frame; pandas reads it instead when a column holds nulls in text or booleans, nested
     values, numbers as text, floats that are all whole numbers (pandas makes them integers), or has
     a date-like name; when the column names would become numbers or dates; when the first record
@@ -1104,6 +1105,7 @@ def _json_post(df: pd.DataFrame, dtype: Any, dates: Sequence[str], names: Any, u
 # Public readers
 # ---------------------------------------------------------------------------------------------
 
+@suggest_keywords(forwards_to=pd.read_csv, also=("squeeze",))
 def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
     """Read CSV files into pandas XShards.
 
@@ -1136,6 +1138,9 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
     DataReadError
         A path does not exist, a folder is empty, or (at the first action) a row has more fields
         than the header while ``on_bad_lines='error'``.
+    UnknownKeywordError
+        A keyword argument that neither this function nor ``pandas.read_csv`` takes (e.g.
+        ``usecol``); the message names the closest ones (``usecols``).
     InvalidArgumentError
         ``backend`` is not "spark" or "pandas"; with the spark backend, a keyword argument it
         cannot translate, or a value it cannot honour (e.g. ``header=2``, a ``usecols`` or
@@ -1168,6 +1173,7 @@ def read_csv(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) 
         return _read_csv_spark(files, dict(kwargs))
 
 
+@suggest_keywords(forwards_to=pd.read_json, also=(*_ORCA_JSON_KWARGS, "multiLine"))
 def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any) -> SparkXShards:
     """Read JSON files into pandas XShards.
 
@@ -1201,6 +1207,9 @@ def read_json(file_path: PathLike, backend: Optional[str] = None, **kwargs: Any)
     DataReadError
         A path does not exist or a folder is empty; at the first action, a file is not valid
         JSON of the layout asked for.
+    UnknownKeywordError
+        A keyword argument that neither this function nor ``pandas.read_json`` takes; the
+        message names the closest ones.
     InvalidArgumentError
         ``backend`` is not "spark" or "pandas"; with the spark backend, a keyword argument it
         cannot translate, or a layout other than JSON Lines or an array of records.

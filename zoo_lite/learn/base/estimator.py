@@ -25,6 +25,7 @@ import numpy as np
 from zoo_lite.context import OrcaContext, ray_context_started_on_demand
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.learn.base import checkpoints, steps
 from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
 from zoo_lite.learn.base.file_relay import FitFiles
@@ -122,6 +123,7 @@ class FitRequest:
     verbose: int = 2
 
 
+@suggest_keywords
 class GroupEstimator:
     """An Estimator of any framework: the driver's model and state, the worker group, and the
     user's calls, with every framework-specific step taken from ``framework``.
@@ -703,6 +705,7 @@ class _Interrupts:
             raise KeyboardInterrupt("fit interrupted (SIGINT)")
 
 
+@suggest_keywords
 class EstimatorEntry:
     """What Orca's ``Estimator`` entry points share."""
 

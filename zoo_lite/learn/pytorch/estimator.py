@@ -13,6 +13,7 @@ import torch
 
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.learn.base import checkpoints
 from zoo_lite.learn.base.callbacks import CallbackList
 from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
@@ -41,6 +42,7 @@ TORCH = Framework(
 )
 
 
+@suggest_keywords
 class TorchEstimator(GroupEstimator):
     """A PyTorch model trained data-parallel on Ray workers inside the Spark executors.
 
@@ -208,6 +210,7 @@ class TorchEstimator(GroupEstimator):
         self.load_checkpoint(path)
 
 
+@suggest_keywords
 class Estimator(EstimatorEntry):
     """Orca's entry point: ``Estimator.from_torch(...)`` (import from ``zoo_lite.learn.pytorch``)."""
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 __all__ = ["DatasetGraph", "is_input", "shippable", "training_input", "is_dataset_input", "dataset_graph", "global_batch_size", "worker_dataset",
-           "count_rows", "epoch_datasets", "check_labelled", "predict_slice_checks", "predict_slice"]
+           "count_rows", "epoch_datasets", "check_labelled", "predict_slice_checks", "predict_slice", "row_features_spec"]
 
 #: ops that run Python, by what the user wrote
 _PYTHON_OPS = {"GeneratorDataset": "Dataset.from_generator", "EagerPyFunc": "tf.py_function",
@@ -232,6 +232,13 @@ def run_creator(creator: Callable[..., Any], config: dict[str, Any], batch_size:
     import tensorflow as tf
 
     tf.random.set_seed(seed)
+    return _created_dataset(creator, config, batch_size)
+
+
+def _created_dataset(creator: Callable[..., Any], config: dict[str, Any], batch_size: int) -> "tf.data.Dataset":
+    """The Dataset a data creator returns (an error for anything else)."""
+    import tensorflow as tf
+
     dataset = call_data_creator(creator, config, batch_size)
     if not isinstance(dataset, tf.data.Dataset):
         raise InvalidArgumentError(
@@ -249,6 +256,28 @@ def creator_graph(creator: Callable[..., Any], config: dict[str, Any], batch_siz
         return dataset_graph(dataset)
     except InvalidArgumentError:
         return None
+
+
+def row_features_spec(data: Any, config: dict[str, Any], batch_size: int) -> Any:
+    """The ``tf.TensorSpec`` of one row's features (labels left out) of a tf.data input: a Dataset
+    object, its :class:`DatasetGraph`, or a creator, which is run here (its pipeline is only
+    built, not read). What an unbuilt model is built from on the driver.
+
+    Examples
+    --------
+    >>> import numpy as np, tensorflow as tf
+    >>> batched = tf.data.Dataset.from_tensor_slices((np.zeros((6, 3), "float32"), np.arange(6))).batch(4)
+    >>> row_features_spec(batched, {}, 32)
+    TensorSpec(shape=(3,), dtype=tf.float32, name=None)
+    """
+    if isinstance(data, DatasetGraph):
+        rows = data.dataset(seed=0, epoch=0)
+    elif callable(data):
+        rows = unbatched(_created_dataset(data, config, batch_size))
+    else:
+        rows = unbatched(data)
+    element = rows.element_spec
+    return split_element(element if isinstance(element, tuple) else (element,))[0]
 
 
 def epoch_datasets(data: Any, config: dict[str, Any], batch_size: int, seed: int) -> Callable[[int], "tf.data.Dataset"]:

@@ -15,11 +15,17 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from zoo_lite.data import Columns
-from zoo_lite.errors import InvalidArgumentError, check_positive_int
+from zoo_lite.data.convert import is_spark_df
+from zoo_lite.data.shard import model_arrays_of
+from zoo_lite.data.spark_jobs import run_job
+from zoo_lite.errors import InvalidArgumentError, check_positive_int, kind_of
+from zoo_lite.keywords import suggest_keywords
 from zoo_lite.learn.base import checkpoints
+from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input
 from zoo_lite.learn.base.estimator import Cols, EstimatorEntry, FitRequest, GroupEstimator
 from zoo_lite.learn.base.framework import Framework, StateCodec, WorkerConfig
 from zoo_lite.learn.base.progress import learn_logger
+from zoo_lite.learn.base.udf import ModelUDF
 from zoo_lite.learn.base.worker_group import Workers
 from zoo_lite.learn.metrics import keras_custom_objects, keras_metrics, with_keras_metrics
 from zoo_lite.learn.tf2 import datasets
@@ -27,8 +33,8 @@ from zoo_lite.learn.tf2.callbacks import check_callbacks, output_paths_of
 from zoo_lite.learn.tf2.feeds import as_model_dtype
 from zoo_lite.learn.tf2.predict import KERAS_OWN_MODEL_PREDICT, predict_dataset
 from zoo_lite.learn.tf2.runner import KerasRunner
-from zoo_lite.learn.tf2.specs import (KerasSpec, check_built, check_compiled, decode_state_into, encode_state, is_compiled,
-                                      model_from_bytes, model_to_bytes)
+from zoo_lite.learn.tf2.specs import (InputShape, KerasSpec, build_from_inputs, check_built, check_compiled, decode_state_into,
+                                      encode_state, is_compiled, model_from_bytes, model_to_bytes)
 
 __all__ = ["Estimator", "KerasEstimator", "KERAS"]
 
@@ -53,6 +59,7 @@ def _unsupported(argument: str, value: Any, default: Any, advice: str) -> None:
         raise InvalidArgumentError(f"{argument}={value!r} is not supported; {advice}")
 
 
+@suggest_keywords
 class KerasEstimator(GroupEstimator):
     """A Keras 3 model trained data-parallel on Ray workers inside the Spark executors.
 
@@ -61,10 +68,93 @@ class KerasEstimator(GroupEstimator):
 
     def __init__(self, spec: KerasSpec, model: Any, workers: Workers, model_dir: Optional[str],
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
-        if is_compiled(model):   # built now, so that the driver's and the workers' states hold the same optimizer variables
+        if is_compiled(model) and model.built:   # built now: the driver's and workers' states hold the same optimizer variables
             model.optimizer.build(model.trainable_variables)
         super().__init__(KERAS, spec, model, {"epoch": 0}, workers, start_timeout_s, max_failures, model_dir,
                          learn_logger(log_level))
+
+    # -- a model without an input shape -------------------------------------------------------------
+
+    def _build_from_first_batch(self, data: Any, columns: Columns, batch_size: int, where: str) -> None:
+        """Build a model that has no input shape from the shapes of ``data``'s first batch, as
+        Keras' ``fit`` does, here on the driver before any worker starts: the driver keeps the
+        state and sends its weights to the workers, which build their copies from the same shapes
+        (``KerasSpec.build_inputs``)."""
+        if self._model.built:
+            return
+        inputs = self._first_batch_inputs(data, columns, batch_size, where)
+        build_from_inputs(self._model, inputs, where)
+        if is_compiled(self._model):
+            self._model.optimizer.build(self._model.trainable_variables)
+        self.spec = dataclasses.replace(self.spec, build_inputs=inputs)
+
+    def _first_batch_inputs(self, data: Any, columns: Columns, batch_size: int, where: str) -> Any:
+        """The model's inputs as ``data``'s first batch shows them (one :class:`InputShape` per
+        input, rows left open), read on the driver: a row of an XShards or Spark DataFrame (cast
+        as the workers cast it), or the element structure of a tf.data input."""
+        if is_rows_input(data):
+            try:
+                features = _first_row_features(data, columns)
+            except InvalidArgumentError as error:
+                if where != "predict":
+                    raise
+                raise InvalidArgumentError(
+                    f"predict: the model {self._model.name!r} has no input shape, and the first row of data could not "
+                    f"be read to build it ({error}); give it an input shape (keras.Input(shape=..., dtype=...))"
+                ) from error
+            float_dtype = str(self._model.compute_dtype)
+            inputs = [InputShape((None, *x.shape[1:]), _input_dtype(x, float_dtype)) for x in features]
+            return inputs[0] if len(inputs) == 1 else inputs
+        if datasets.is_input(data):
+            import tensorflow as tf
+
+            shipped = datasets.shippable(data) if where == "predict" else datasets.training_input(data)
+            spec = datasets.row_features_spec(shipped, self.spec.config, batch_size)
+            if any(one.shape.rank is None for one in tf.nest.flatten(spec)):
+                raise InvalidArgumentError(
+                    f"{where}: the model {self._model.name!r} has no input shape, and the data's features have no known rank "
+                    f"({spec}) to build it from; give it an input shape (keras.Input(shape=...))")
+            return tf.nest.map_structure(lambda one: InputShape((None, *one.shape.as_list()), one.dtype.name), spec)
+        raise InvalidArgumentError(f"{where}: data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with "
+                                   f"feature_cols), {KERAS.inputs}")
+
+    def _workers(self) -> Any:
+        # the workers build their models as the driver's was built: an unbuilt one has nothing to build them from
+        check_built(self._model, "starting the workers")
+        return super()._workers()
+
+    def spark_udf(self, batch_size: int = 32, feature_cols: Cols = None, input_shapes: Any = None) -> ModelUDF:
+        """The trained model as a PySpark function (see
+        :meth:`~zoo_lite.learn.base.estimator.GroupEstimator.spark_udf`, which this is).
+
+        The model must be built: a model without an input shape is built by the first ``fit``,
+        ``evaluate`` or ``predict`` (from the data's first batch), and the UDF has no data to
+        build it from.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The model is not built yet; and as ``GroupEstimator.spark_udf``.
+
+        Examples
+        --------
+        >>> import keras
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> from zoo_lite.learn.tf2 import Estimator
+        >>> _ = init_orca_context(cores=2)
+        >>> model = keras.Sequential([keras.layers.Dense(1, kernel_initializer="ones")])   # no input shape
+        >>> est = Estimator.from_keras(model=model)
+        >>> df = OrcaContext.get_spark_session().createDataFrame([([1.0, 2.0],)], "features array<double>")
+        >>> est.spark_udf()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.InvalidArgumentError: spark_udf: the model 'sequential...' is not built; give it an input shape ...
+        >>> _ = est.predict(df, feature_cols=["features"])   # builds it from the first row
+        >>> [row.p for row in df.select(est.spark_udf()("features").alias("p")).collect()]
+        [3.0]
+        """
+        check_built(self._model, "spark_udf")
+        return super().spark_udf(batch_size, feature_cols, input_shapes)
 
     def fit(self, data: Any, epochs: int = 1, batch_size: int = 32, verbose: int = 1, callbacks: Optional[Sequence[Any]] = None,
             validation_data: Any = None, class_weight: Optional[dict[int, float]] = None, initial_epoch: int = 0,
@@ -137,9 +227,6 @@ class KerasEstimator(GroupEstimator):
         >>> est.shutdown()
         """
         check_compiled(self._model, "fit")
-        if not self._model.trainable_weights:
-            warnings.warn(f"fit: the model {self._model.name!r} has no trainable weights; as Keras' fit does, it computes "
-                          "the loss and metrics and changes no weight", UserWarning, stacklevel=2)
         epochs = check_positive_int(epochs, "epochs")
         batch_size = check_positive_int(batch_size, "batch_size")
         validation_freq = check_positive_int(validation_freq, "validation_freq")
@@ -153,6 +240,10 @@ class KerasEstimator(GroupEstimator):
             raise InvalidArgumentError(f"verbose={verbose!r} must be 0 (silent), 1 (progress bar) or 2 (one line per epoch)")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
         _check_class_weight(class_weight)
+        self._build_from_first_batch(data, Columns.of(feature_cols, label_cols), batch_size, "fit")
+        if not self._model.trainable_weights:
+            warnings.warn(f"fit: the model {self._model.name!r} has no trainable weights; as Keras' fit does, it computes "
+                          "the loss and metrics and changes no weight", UserWarning, stacklevel=2)
         import keras
 
         user_callbacks = check_callbacks(callbacks)
@@ -217,6 +308,8 @@ class KerasEstimator(GroupEstimator):
         _unsupported("sample_weight", sample_weight, None, "weigh classes with fit's class_weight")
         _unsupported("callbacks", callbacks, None, "evaluate runs no callbacks; pass them to fit")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        self._build_from_first_batch(data, Columns.of(feature_cols, label_cols), check_positive_int(batch_size, "batch_size"),
+                                     "evaluate")
         results = self._evaluate(data, Columns.of(feature_cols, label_cols), batch_size, num_steps)
         return {**results, **{f"validation_{name}": value for name, value in results.items()}}
 
@@ -258,7 +351,7 @@ class KerasEstimator(GroupEstimator):
         >>> model.compile(optimizer="sgd", loss="mse")
         >>> shards = XShards.partition({"x": np.ones((4, 2), "float32")}, num_shards=2)
         >>> [shard["prediction"].shape for shard in Estimator.from_keras(model=model).predict(shards).collect()]
-        [(2,), (2,)]
+        [(2, 1), (2, 1)]
         >>> import tensorflow as tf
         >>> dataset = tf.data.Dataset.from_tensor_slices((np.ones((5, 2), "float32"), np.zeros(5)))
         >>> sum(len(shard["prediction"]) for shard in Estimator.from_keras(model=model).predict(dataset).collect())
@@ -267,6 +360,7 @@ class KerasEstimator(GroupEstimator):
         _unsupported("steps", steps, None, "predict covers all rows")
         _unsupported("callbacks", callbacks, None, "predict runs no callbacks")
         _unsupported("data_config", data_config, None, "put the settings your data creator needs into config")
+        self._build_from_first_batch(data, Columns.of(feature_cols), check_positive_int(batch_size, "batch_size"), "predict")
         if datasets.is_input(data):
             return predict_dataset(data, self.framework.model_payload(self._model), self.spec.config, self.spec.seed,
                                    check_positive_int(batch_size, "batch_size"), output_cols)
@@ -293,9 +387,10 @@ class KerasEstimator(GroupEstimator):
                 model = keras.models.load_model(local, custom_objects=objects, compile=compile)
         except (FileNotFoundError, ValueError) as error:
             raise InvalidArgumentError(f"load: cannot load a Keras model from filepath={filepath!r}: {error}") from error
-        check_built(model, "load: the saved model")
         self.shutdown()
-        self.spec = dataclasses.replace(self.spec, model_bytes=model_to_bytes(model), model_creator=None, compile_args_creator=None)
+        # a model saved without an input shape is built by the next fit, evaluate or predict, as in from_keras
+        self.spec = dataclasses.replace(self.spec, model_bytes=model_to_bytes(model), model_creator=None,
+                                        compile_args_creator=None, build_inputs=None)
         self._model = model
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> str:
@@ -306,12 +401,32 @@ class KerasEstimator(GroupEstimator):
 
     def load_weights(self, filepath: str) -> None:
         """Weights from :meth:`save_weights` (or a ``.keras`` file); the workers get them on next use."""
+        check_built(self._model, "load_weights")
         try:
             with checkpoints.local_copy(filepath, "load_weights", "weights file") as local:
                 self._model.load_weights(local)
         except FileNotFoundError as error:
             raise InvalidArgumentError(f"load_weights: no weights file at filepath={filepath!r}") from error
         self._workers_have_driver_state = False
+
+
+def _first_row_features(data: Any, columns: Columns) -> tuple[np.ndarray, ...]:
+    """The features of the first row of an XShards or a Spark DataFrame, as model arrays of one
+    row, read on the driver (Spark computes as few partitions as it can)."""
+    arrays = model_arrays_of(data.limit(1) if is_spark_df(data) else data, columns, need_labels=False)
+    # a lambda travels by value: the executors need not import this module (and TensorFlow) for it
+    first = lambda shard: tuple(x[:1] for x in shard["x"]) if len(shard["x"][0]) else None  # noqa: E731
+    found = run_job(arrays.rdd.context, lambda: arrays.rdd.map(first).filter(lambda row: row is not None).take(1))
+    if not found:
+        check_has_rows(0)
+    return found[0]
+
+
+def _input_dtype(array: np.ndarray, float_dtype: str) -> str:
+    """The dtype a worker feeds ``array`` to the model in (see :func:`as_model_dtype`), by name."""
+    if array.dtype.kind in "OUS":
+        return "string"   # text, which Keras takes as string tensors
+    return str(as_model_dtype(array[:0], float_dtype).dtype)
 
 
 def _check_class_weight(class_weight: Any) -> None:
@@ -322,6 +437,7 @@ def _check_class_weight(class_weight: Any) -> None:
         raise InvalidArgumentError(f"class_weight={class_weight!r} must be a non-empty dict {{class index: weight}}")
 
 
+@suggest_keywords
 class Estimator(EstimatorEntry):
     """Orca's entry point: ``Estimator.from_keras(...)`` (import from ``zoo_lite.learn.tf2``)."""
 
@@ -337,10 +453,14 @@ class Estimator(EstimatorEntry):
         Parameters
         ----------
         model : keras.Model, optional
-            A built, compiled model (``keras_model=`` is the same, in Orca's older form). It goes
-            to the workers in Keras' ``.keras`` format, compile config included. A model used
-            only for ``predict`` and ``spark_udf`` (a featuriser) needs no ``compile``; ``fit``
-            and ``evaluate`` then say that they need one.
+            A compiled model (``keras_model=`` is the same, in Orca's older form). It goes
+            to the workers in Keras' ``.keras`` format, compile config included, with the
+            vocabularies of its lookup layers (``TextVectorization`` adapted on the driver). A
+            model used only for ``predict`` and ``spark_udf`` (a featuriser) needs no ``compile``;
+            ``fit`` and ``evaluate`` then say that they need one. A model without an input shape
+            (a ``keras.Sequential`` of layers and no ``keras.Input``) is built as Keras' ``fit``
+            builds it, from the shapes of the first batch of the first ``fit``, ``evaluate`` or
+            ``predict``, on the driver; the workers build theirs from the same shapes.
         metrics : metric or list of metrics, optional
             Added to the compiled model's metrics (second positional argument, as in Orca's
             ``from_keras(keras_model, metrics)``): Orca metrics from :mod:`zoo_lite.learn.metrics`
@@ -349,8 +469,11 @@ class Estimator(EstimatorEntry):
             ``model_creator``'s model on every worker, after ``compile_args_creator``. The model must
             be compiled (by the user, the creator or ``compile_args_creator``).
         model_creator : callable, optional
-            ``config -> compiled keras.Model``, Orca's form; run on every worker. Give either
-            ``model`` or ``model_creator``.
+            ``config -> compiled keras.Model``, Orca's form; run on the driver and on every
+            worker. Give either ``model`` or ``model_creator``. Its model may have no input shape
+            (see ``model``); layers it captures (a ``TextVectorization`` adapted on the driver)
+            reach the workers with their vocabularies, and the driver's state (weights, optimizer
+            state, lookup tables) replaces what each worker's creator made.
         config : dict, optional
             Passed to the creators; the user's own.
         compile_args_creator : callable, optional
@@ -426,7 +549,7 @@ class Estimator(EstimatorEntry):
         if model is not None:
             spec, model = _spec_of_model(spec, model)
         else:
-            model = spec.build_model()   # the driver's copy, for get_model, save and predict
+            model = spec.build_model(must_be_built=False)   # the driver's copy, for get_model, save and predict
         return KerasEstimator(spec, model, workers, model_dir, log_level, start_timeout_s, max_failures)
 
 
@@ -439,10 +562,9 @@ def _spec_of_model(spec: KerasSpec, model: Any) -> tuple[KerasSpec, Any]:
         raise InvalidArgumentError(f"model is a {type(model).__name__}; it must be a keras.Model (Keras 3), or pass model_creator")
     if spec.compile_args_creator is not None:
         model.compile(**spec.compile_args_creator(spec.config))
-    check_built(model, "model")
     if spec.metrics:   # into the compile config, so that the saved form the workers load has them
         with_keras_metrics(model, list(spec.metrics))
-    if is_compiled(model):   # saved with its variables, so the reload below matches it
+    if is_compiled(model) and model.built:   # saved with its variables, so the reload below matches it
         model.optimizer.build(model.trainable_variables)
     try:
         blob = model_to_bytes(model)

@@ -39,7 +39,7 @@ from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.tf2.callbacks import callbacks_for_rank, wants_batch_logs
 from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
 from zoo_lite.learn.tf2.predict import remove_autograph_files
-from zoo_lite.learn.tf2.specs import KerasSpec
+from zoo_lite.learn.tf2.specs import KerasSpec, lookup_layers
 
 __all__ = ["KerasRunner", "per_row_loss"]
 
@@ -110,11 +110,11 @@ class KerasRunner(RunnerBase):
         import tensorflow as tf
 
         super().__init__(framework, spec, info)
-        # thread pools can only be sized before TensorFlow's runtime starts
+        # thread pools can only be sized before TensorFlow's runtime starts (the spec's user objects,
+        # which may start it, are unpickled later: see KerasSpec)
         tf.config.threading.set_intra_op_parallelism_threads(info.num_threads)
         tf.config.threading.set_inter_op_parallelism_threads(min(2, info.num_threads))
         self.spec = spec
-        self.config = spec.config
         self.strategy: Any = None
         self.model: Any = None
         self.callbacks: Any = None
@@ -152,6 +152,11 @@ class KerasRunner(RunnerBase):
         self.host_sum = self._open_gradient_sum()
 
     @property
+    def config(self) -> dict[str, Any]:
+        """The user's config (read once the collectives are set up: see :class:`KerasSpec`)."""
+        return self.spec.config
+
+    @property
     def timeout_s(self) -> float:
         return self.spec.worker_config.collective_timeout_s
 
@@ -175,6 +180,11 @@ class KerasRunner(RunnerBase):
             self.host_sum.close()
 
     # -- state ------------------------------------------------------------------------------------
+
+    def set_state(self, blob: bytes) -> None:
+        super().set_state(blob)
+        if lookup_layers(self.model):
+            self._steps.clear()   # a new vocabulary is a new lookup table: the steps compiled before hold the old one
 
     def state_extras(self) -> dict[str, Any]:
         return {"epoch": self.epoch}
