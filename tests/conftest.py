@@ -27,6 +27,15 @@ def spark(sc):
 
 
 @pytest.fixture(scope="module")
+def local_ray_spark() -> Iterator:
+    """``local[2]`` with a local Ray node, for a module whose tests train; stopped at its end."""
+    stop_orca_context()
+    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
+    yield OrcaContext.get_spark_session()
+    stop_orca_context()
+
+
+@pytest.fixture(scope="module")
 def local_cluster() -> Iterator:
     """Two executor JVMs (``local-cluster[2,1,1024]``) for the distribution cases of a module."""
     stop_orca_context()

@@ -13,7 +13,6 @@ import pytest
 import torch
 from torch import nn
 
-from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn import spark_udf
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
@@ -23,11 +22,8 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def spark():
-    stop_orca_context()
-    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
-    yield OrcaContext.get_spark_session()
-    stop_orca_context()
+def spark(local_ray_spark):
+    return local_ray_spark
 
 
 class TwoHeads(nn.Module):
