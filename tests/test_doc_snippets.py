@@ -67,21 +67,39 @@ def test_snippet_runs(snippet: Path, shared_context: None, request: pytest.Fixtu
     runpy.run_path(str(snippet), run_name="__main__")
 
 
+def code_blocks() -> list[tuple[str, int, list[str]]]:
+    """``(page, line number of the opening fence, the block's lines)`` of every fenced code block
+    of the site's pages."""
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if "snippets" in page.relative_to(ROOT / "docs").parts:
+            continue
+        fence, opened, lines = None, 0, []
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            opening = FENCE.match(line)
+            if opening and fence is None:
+                fence, opened, lines = opening["fence"], number, []
+            elif fence is not None and line.strip().startswith(fence):
+                found.append((str(page.relative_to(ROOT)), opened, lines))
+                fence = None
+            elif fence is not None:
+                lines.append(line)
+    return found
+
+
 def code_block_includes() -> list[tuple[str, int, str, str]]:
     """``(page, line number, included path, section or line range)`` of every include line inside
     a fenced code block (an include outside one is text, such as a page of results)."""
-    found = []
-    for page in sorted((ROOT / "docs").rglob("*.md")):
-        fence = None
-        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
-            opening = FENCE.match(line)
-            if opening and (fence is None or line.strip().startswith(fence)):
-                fence = opening["fence"] if fence is None else None
-                continue
-            match = INCLUDE.match(line)
-            if fence is not None and match:
-                found.append((str(page.relative_to(ROOT)), number, match["path"], match["section"] or match["lines"] or ""))
-    return found
+    return [(page, opened + offset, match["path"], match["section"] or match["lines"] or "")
+            for page, opened, lines in code_blocks()
+            for offset, line in enumerate(lines, 1) if (match := INCLUDE.match(line))]
+
+
+def test_no_code_is_typed_into_a_page() -> None:
+    typed = [f"{page}:{opened}: {' '.join(lines)[:80]!r}" for page, opened, lines in code_blocks()
+             if not all(INCLUDE.match(line) for line in lines if line.strip())]
+    assert not typed, ("code typed into a page instead of included from a file a test runs "
+                       f"(use a --8<-- \"path:section\" include): {typed}")
 
 
 def test_every_code_block_includes_a_section_of_a_file_a_test_runs() -> None:

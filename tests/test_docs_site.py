@@ -1,7 +1,7 @@
 """The documentation site: built by ``scripts/docs.sh`` in strict mode, then opened in a real
 headless Chromium (the system's, driven by Playwright) the way a reader uses it.
 
-The browser test saves screenshots of the landing page, the Keras guide and the ``from_torch``
+(``tests/test_doc_snippets.py`` checks the pages' code.) The browser test saves screenshots of the landing page, the Keras guide and the ``from_torch``
 reference under ``docs/_screenshots/``, so that a person can look at what the site shows.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import http.server
 import inspect
-import re
 import shutil
 import subprocess
 import threading
@@ -31,28 +30,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 PAGE_TIMEOUT_MS = 30_000
 
 pytestmark = pytest.mark.timeout(240)
-
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)[^\n]*\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S)
-_INCLUDE = re.compile(r'^\s*--8<--\s+"[^"]+"\s*$')
-
-
-def fenced_blocks(markdown: str) -> list[str]:
-    """The contents of every fenced code block in a Markdown text.
-
-    >>> fenced_blocks('text\\n```python\\nprint(1)\\n```\\n')
-    ['print(1)\\n']
-    """
-    return [found.group("body") for found in _FENCE.finditer(markdown)]
-
-
-def test_every_code_block_on_the_site_comes_from_a_file_that_runs() -> None:
-    pages = [page for page in DOCS.rglob("*.md") if "snippets" not in page.parts]
-    typed = {f"{page.relative_to(ROOT)}: {body.strip()[:80]!r}"
-             for page in pages for body in fenced_blocks(page.read_text(encoding="utf-8"))
-             if not all(_INCLUDE.match(line) for line in body.strip().splitlines())}
-    assert pages and not typed, ("code typed into a page instead of included from a file a test runs "
-                                 f"(use a --8<-- \"path:section\" include): {sorted(typed)}")
-
 
 @pytest.fixture(scope="module")
 def site() -> Path:
