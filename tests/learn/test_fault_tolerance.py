@@ -418,7 +418,9 @@ def _held_port_range(size: int) -> tuple[tuple[int, int], list]:
 
 @pytest.mark.parametrize("framework", ["torch", "keras"])
 def test_the_rendezvous_ports_come_from_the_range_the_user_opened(ray_local_cluster, framework) -> None:
-    ports, held = _held_port_range(10)
+    # one port per worker is left free: the two workers share a host, so each must hold the port it
+    # picked until its framework binds it (before, both could pick the same one: seen in CI)
+    ports, held = _held_port_range(3)
     for sock in held[1:]:   # the first stays taken: it must be skipped
         sock.close()
     try:
@@ -432,6 +434,7 @@ def test_the_rendezvous_ports_come_from_the_range_the_user_opened(ray_local_clus
                     est._workers().call_one(0, lambda runner: json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])]
         est.fit(regression_shards(), epochs=1, batch_size=16)   # the workers reach one another on those ports
         assert all(ports[0] < port <= ports[1] for port in used), (used, ports)
+        assert len(set(used)) == len(used), used
         est.shutdown()
     finally:
         held[0].close()

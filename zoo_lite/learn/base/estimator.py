@@ -35,7 +35,8 @@ from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
 from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, check_task_slots, workers_on_executors
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
-from zoo_lite.learn.base.worker_group import Standby, WorkerGroup, Workers, start_worker_group, wait_for_free_cpus
+from zoo_lite.learn.base.worker_group import (Standby, WorkerGroup, Workers, start_worker_group, started_again_if_port_taken,
+                                              wait_for_free_cpus)
 
 __all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
@@ -237,8 +238,9 @@ class GroupEstimator:
         if self._group is None:
             self._workers_have_driver_state = False
             factory = functools.partial(self.framework.runner_factory, self.framework, self.spec)
-            self._group = SparkTaskGroup(factory, self._spark_worker_count(), wanted, self.start_timeout_s,
-                                         self.spec.worker_config.heartbeat_timeout_s, self.framework.fresh_process_per_group)
+            self._group = started_again_if_port_taken(lambda: SparkTaskGroup(
+                factory, self._spark_worker_count(), wanted, self.start_timeout_s,
+                self.spec.worker_config.heartbeat_timeout_s, self.framework.fresh_process_per_group))
             for key, (shipped, batch_size) in self._call_datasets.items():
                 self._guarded(lambda group: group.call(functools.partial(_load_dataset, key, shipped, batch_size)))
         if not self._workers_have_driver_state:

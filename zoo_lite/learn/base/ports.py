@@ -3,8 +3,11 @@
 
 A port is bound by the process that uses it where the framework allows (torch's rendezvous store
 is served by rank 0 itself). TensorFlow must be told every worker's port before it binds any, so
-each worker picks one that is free now and TensorFlow binds it a moment later; if another process
-takes it in between, the worker group is started once more (``start_worker_group``).
+each worker holds a bound socket on its port (:func:`reserve_port`) until the addresses are
+exchanged and lets it go just before TensorFlow binds it: two workers on one host never pick the
+same port (they did, from a range of 9 ports, in CI), and no other process can take it while the
+addresses travel. If another process takes it in the moment between, the worker group is started
+again (``start_worker_group``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Callable, Optional, TypeVar
 
 from zoo_lite.errors import PortRangeExhaustedError
 
-__all__ = ["PORT_TAKEN_SIGNS", "bind_first_free", "free_port", "is_port_taken"]
+__all__ = ["PORT_TAKEN_SIGNS", "bind_first_free", "free_port", "is_port_taken", "reserve_port"]
 
 T = TypeVar("T")
 
@@ -64,18 +67,39 @@ def bind_first_free(host: str, ports: Optional[tuple[int, int]], bind: Callable[
                                   f"all {len(candidates)} are taken; widen the range or end what holds them")
 
 
+def reserve_port(host: str, ports: Optional[tuple[int, int]] = None) -> socket.socket:
+    """A socket bound (not listening) to a port free on ``host``, from ``ports`` if given, that
+    holds the port for a framework that binds it itself later (TensorFlow's gRPC server): close
+    it just before the framework binds.
+
+    Examples
+    --------
+    >>> held = reserve_port("127.0.0.1", (20000, 20009))
+    >>> port = held.getsockname()[1]
+    >>> 20000 <= port <= 20009, port != reserve_port("127.0.0.1", (port, port + 1)).getsockname()[1]
+    (True, True)
+    >>> held.close()
+    """
+    def bind(port: int) -> socket.socket:
+        holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            holder.bind((host, port))
+        except BaseException:
+            holder.close()
+            raise
+        return holder
+
+    return bind_first_free(host, ports, bind)
+
+
 def free_port(host: str, ports: Optional[tuple[int, int]] = None) -> int:
-    """A port free on ``host`` now, from ``ports`` if given, for a framework that binds it itself
-    later (TensorFlow's gRPC server).
+    """A port free on ``host`` now, from ``ports`` if given, for a worker whose framework binds
+    nothing (see :func:`reserve_port` to hold one until it is bound).
 
     Examples
     --------
     >>> 20000 <= free_port("127.0.0.1", (20000, 20009)) <= 20009
     True
     """
-    def probe(port: int) -> int:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probing:
-            probing.bind((host, port))
-            return int(probing.getsockname()[1])
-
-    return bind_first_free(host, ports, probe)
+    with reserve_port(host, ports) as held:
+        return int(held.getsockname()[1])

@@ -14,6 +14,7 @@ driver. A framework adds its step, its state format and its tensor exchange.
 from __future__ import annotations
 
 import itertools
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol, Sequence
@@ -24,7 +25,7 @@ from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.base.callbacks import callback_states
 from zoo_lite.learn.base.file_relay import RelayPlan, StagedFiles
 from zoo_lite.learn.base.host_exchange import HostSum, host_sum_if_one_host
-from zoo_lite.learn.base.ports import free_port
+from zoo_lite.learn.base.ports import reserve_port
 
 if TYPE_CHECKING:
     from zoo_lite.learn.base.framework import Framework
@@ -171,11 +172,21 @@ class RunnerBase:
         self.epoch = 0   # epochs trained, over every fit: seeds the shuffle and names checkpoints
         self.fit_callbacks: list[Any] = []   # the running fit's callbacks, as the user gave them
         self._published_at = 0.0
+        self._held_port: Optional[socket.socket] = None   # holds listen()'s port until the framework binds it
 
     def listen(self, host: str) -> int:
-        """A port free on ``host`` now, in ``WorkerConfig(rendezvous_ports=...)`` if set, that the
-        framework binds in ``connect`` (a framework that can bind it at once overrides this)."""
-        return free_port(host, self.spec.worker_config.rendezvous_ports)
+        """A port free on ``host``, in ``WorkerConfig(rendezvous_ports=...)`` if set, held by this
+        worker until :meth:`release_port`, just before the framework binds it in ``connect`` (a
+        framework that can bind it at once overrides this)."""
+        self.release_port()
+        self._held_port = reserve_port(host, self.spec.worker_config.rendezvous_ports)
+        return int(self._held_port.getsockname()[1])
+
+    def release_port(self) -> None:
+        """Let go of the port :meth:`listen` holds, for the framework to bind it now."""
+        if self._held_port is not None:
+            self._held_port.close()
+            self._held_port = None
 
     # -- state ------------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "Standby", "Workers", "start_worker_group", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
+__all__ = ["WorkerGroup", "WorkerInfo", "Standby", "Workers", "start_worker_group", "started_again_if_port_taken", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
 
 _logger = logging.getLogger("zoo_lite.learn")
 
@@ -757,9 +757,7 @@ def workers_on_nodes(nodes: int, workers_per_node: int = 1, num_workers: Optiona
 def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
                        start_timeout_s: float = 180.0, num_workers: Optional[int] = None, **options: Any) -> "WorkerGroup":
     """A started :class:`WorkerGroup` (``options`` are its keyword-only ones), started once more
-    if its rendezvous failed on a port taken in the meantime: each worker picks a free port before
-    the framework binds it, and another process can take it in between (seen with three test
-    sessions on one machine).
+    if its rendezvous failed on a port taken in the meantime (see :func:`started_again_if_port_taken`).
 
     Examples
     --------
@@ -774,14 +772,34 @@ def start_worker_group(runner_factory: Callable[[WorkerInfo], Any], workers_per_
     [0]
     >>> group.shutdown()
     """
+    return started_again_if_port_taken(
+        lambda: WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options))
+
+
+def started_again_if_port_taken(start: Callable[[], T]) -> T:
+    """``start()`` (a worker group's start), called once more if it failed because a rendezvous
+    port was taken: another process can bind a worker's port in the moment between the worker
+    letting it go and its framework binding it (:mod:`zoo_lite.learn.base.ports`).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> def start():
+    ...     calls.append(1)
+    ...     if len(calls) == 1:
+    ...         raise WorkerError(0, "connect failed: UnknownError: Could not start gRPC server")
+    ...     return "started"
+    >>> started_again_if_port_taken(start), len(calls)
+    ('started', 2)
+    """
     try:
-        return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options)
+        return start()
     except WorkerError as error:
         if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in PORT_TAKEN_SIGNS):
             raise
         _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
                         error.message.splitlines()[0])
-    return WorkerGroup(runner_factory, workers_per_node, start_timeout_s, num_workers, **options)
+    return start()
 
 
 def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:

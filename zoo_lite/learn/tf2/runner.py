@@ -132,6 +132,7 @@ class KerasRunner(RunnerBase):
         gradients are summed (see :meth:`exchange_kind`)."""
         import tensorflow as tf
 
+        self.release_port()   # TensorFlow's gRPC server binds it below
         if self.world_size > 1:
             os.environ["TF_CONFIG"] = json.dumps({
                 "cluster": {"worker": [f"{host}:{port}" for host, port in addresses]},
@@ -175,6 +176,7 @@ class KerasRunner(RunnerBase):
 
     @_removes_autograph_files
     def close(self) -> None:
+        self.release_port()
         self.feeds.clear()
         if self.host_sum is not None:
             self.host_sum.close()
