@@ -20,7 +20,8 @@ import pytest
 
 from zoo_lite import OrcaContext
 from zoo_lite.data.pandas import read_csv, read_json, read_parquet
-from zoo_lite.data.pandas.readers import file_groups, pyarrow_can_read, pyarrow_can_read_json, read_json_file
+from zoo_lite.data.pandas.file_listing import file_groups
+from zoo_lite.data.pandas.pyarrow_fast_path import pyarrow_can_read, pyarrow_can_read_json, read_json_file
 from zoo_lite.data.shard import SparkXShards
 from zoo_lite.errors import DataReadError, InvalidArgumentError
 
