@@ -227,7 +227,7 @@ def test_local_listing_names_what_spark_lists(tmp_path):
     """A local folder is listed by Python (Spark's listing costs ~0.2 s); hidden and '_' names,
     partition-style folders, nested folders, extensions in any case, non-images and a symlinked
     folder must give exactly Spark's files, in the same form."""
-    from zoo_lite.data import image
+    from zoo_lite.data.image import readers as image
 
     root = tmp_path / "my images"
     for relative in ["a/1.png", "a/deep/er/2.JPG", "a/.hidden.png", "a/_temp.png", ".cache/3.png", "_tmp/4.png",

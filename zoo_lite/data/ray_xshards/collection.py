@@ -1,112 +1,52 @@
-"""XShards in Ray's object store: partitions put there by Spark tasks on the executors.
+"""RayXShards: the partitions of an XShards held in Ray's object store, and what is done with them.
 
-``SparkXShards.to_ray()`` runs one Spark task per partition. Each task connects to the Ray node of
-its own executor and hands its partition (the list of its shards) to a long-lived *owner* actor
-pinned to that node, which puts it into the node's object store and so owns it (Ray 2.56 removed
-``ray.put(_owner=...)``). The data never passes through the driver, and it outlives the Spark
-task. There is one owner per Ray node, started once and reused by every ``to_ray()`` (starting an
-actor costs about a second); each :class:`RayXShards` holds its objects there under its own tag,
-and :meth:`RayXShards.release` (or garbage collection) makes the owners forget the tag, which
-frees the objects.
-
-``RayXShards.to_spark_xshards()`` is lazy: its Spark tasks borrow the objects from the owners
-when an action runs. So the SparkXShards it returns, and every one derived from it, holds a lease
-on the RayXShards that keeps its objects until the last of them is gone, even when the RayXShards
-itself was released or dropped (``shards.to_ray().to_spark_xshards().collect()`` works).
+A RayXShards knows where each partition's object is (:class:`Partition`) and keeps the owner
+actors that hold them (:mod:`~zoo_lite.data.ray_xshards.owners`); it spreads rows or whole
+partitions over actors (:mod:`~zoo_lite.data.ray_xshards.actors`) and goes back to Spark lazily
+(:meth:`RayXShards.to_spark_xshards`, read by the tasks of :mod:`~zoo_lite.data.ray_xshards.spark_tasks`).
+:func:`~zoo_lite.data.ray_xshards.transfer.spark_to_ray` makes one.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from zoo_lite.data import partition_ops
-from zoo_lite.data.spark_jobs import run_job
-from zoo_lite.errors import InvalidArgumentError, NoRayNodeError, ZooLiteError, raising_transportably
+from zoo_lite.data.ray_xshards.actors import (
+    actor_nodes,
+    actor_nodes_and_ips,
+    apply_in_actor,
+    assign_whole_partitions,
+    count_rows_task,
+    rows_of,
+)
+from zoo_lite.data.ray_xshards.errors import PartitionLostError
+from zoo_lite.data.ray_xshards.owners import forget, owners_on
+from zoo_lite.data.ray_xshards.spark_tasks import fetch_partition, task_connection
+from zoo_lite.data.ray_xshards.timeouts import GET_TIMEOUT_S, LOST_CHECK_S
+from zoo_lite.errors import InvalidArgumentError, ZooLiteError
 from zoo_lite.user_code import user_code_by_value
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
     from zoo_lite.data.shard import SparkXShards
-    from zoo_lite.ray_on_spark import RayContext
 
     #: builds the SparkXShards of an RDD that keeps the given objects alive (SparkXShards passes it
-    #: in, so that this module needs SparkXShards for type hints only)
+    #: in, so that this package needs SparkXShards for type hints only)
     CollectionFactory = Callable[[RDD, Sequence[Any]], SparkXShards]
 
-__all__ = ["RayXShards", "PartitionLostError", "PartitionReleasedError", "ObjectStoreFullError", "shards_of_ranges",
-           "assign_whole_partitions"]
-
-_NAMESPACE = "zoo_lite"
-_GET_TIMEOUT_S = 600.0
-#: how long a read that saw a lost object checks its partitions, in all
-_LOST_CHECK_S = 30.0
-_PING_TIMEOUT_S = 10.0
-
-
-class PartitionLostError(ZooLiteError):
-    """Partitions of a RayXShards are gone, e.g. because the Ray node holding them died."""
-
-
-class ObjectStoreFullError(ZooLiteError):
-    """A partition does not fit into the Ray object store."""
-
-
-class PartitionReleasedError(ZooLiteError):
-    """A Spark task read a partition of a RayXShards whose objects were freed already (e.g. through
-    an RDD taken out of a SparkXShards with ``.rdd``, which keeps nothing alive)."""
-
-
-class PartitionOwner:
-    """Owns the partition objects put on its node, per RayXShards tag, until told to forget them."""
-
-    def __init__(self) -> None:
-        self.refs: dict[str, dict[int, Any]] = {}
-
-    def adopt(self, tag: str, index: int, partition: list[Any]) -> None:
-        """Put ``partition`` (read zero-copy from this node's store) as an object this actor owns;
-        Ray 2.56 removed ``ray.put(_owner=...)``, so the owner puts it itself."""
-        import ray
-
-        self.refs.setdefault(tag, {})[index] = ray.put(partition)
-
-    def hold(self, tag: str, index: int, boxed_ref: list[Any]) -> None:
-        """Keep a reference owned elsewhere (boxed, so that Ray passes the reference, not the value)."""
-        self.refs.setdefault(tag, {})[index] = boxed_ref[0]
-
-    def boxed(self, tag: str, index: int) -> list[Any]:
-        """The reference of partition ``index``, boxed: the caller borrows it in-band.
-
-        Raises
-        ------
-        PartitionReleasedError
-            This owner holds no such partition under ``tag``: its RayXShards was freed.
-        """
-        held = self.refs.get(tag, {})
-        if index not in held:
-            raise PartitionReleasedError(
-                f"partition {index} of a RayXShards (tag {tag[:8]}) is no longer held in Ray: the RayXShards was "
-                "released and its objects freed before this read; keep the SparkXShards from to_spark_xshards() (or "
-                "one derived from it through its methods) referenced while it is used (it keeps the RayXShards "
-                "alive; an RDD taken out with .rdd does not), or build the RayXShards again with to_ray()"
-            )
-        return [held[index]]
-
-    def registered(self, tag: str) -> dict[int, list[Any]]:
-        return {index: [ref] for index, ref in self.refs.get(tag, {}).items()}
-
-    def forget(self, tag: str) -> int:
-        """Drop the references of ``tag`` (Ray frees the objects once no one borrows them)."""
-        return len(self.refs.pop(tag, {}))
+__all__ = ["RayXShards", "Partition"]
 
 
 @dataclass(frozen=True)
-class _Partition:
+class Partition:
+    """Where one partition of a RayXShards is: its object, node and rows, and the owner that holds it."""
+
     index: int
     ref: Any
     node_id: str
@@ -131,177 +71,6 @@ class _Lease:
             self.source._lease_ended()
         except Exception:  # noqa: BLE001 - interpreter shutdown or Ray already gone
             pass
-
-
-#: in a Spark Python worker, the Ray address it is connected to
-_task_connected_to: Optional[str] = None
-
-
-def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]], log_output: bool) -> None:
-    """Connect this Spark Python worker to the Ray node of its own executor (once per worker);
-    ``log_output`` comes from the driver's RaySettings (the executor's OrcaContext is not the driver's)."""
-    import ray
-
-    from zoo_lite.ray_on_spark.cluster import connect_to_node, node_serving
-    from zoo_lite.ray_on_spark.node_launch import executor_process
-
-    global _task_connected_to
-    if ray.is_initialized():
-        # compared with the address this process connected with: Ray reports the GCS by the node's
-        # IP, which differs from a loopback address given to connect (a reconnect costs ~0.3 s)
-        if _task_connected_to == address:
-            return
-        ray.shutdown()  # a worker reused from an earlier cluster
-    hostname, (executor_pid, _) = socket.gethostname(), executor_process()
-    node = node_serving(nodes, hostname, executor_pid)
-    if node is None:
-        raise NoRayNodeError(
-            f"the Spark executor on {hostname} has no Ray node; to_ray() needs a Ray node on every executor "
-            "host: start Ray with num_ray_nodes equal to the number of executors"
-        )
-    connect_to_node(address, token, node["temp_dir"], log_output)
-    _task_connected_to = address
-
-
-def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
-    """Refuse a partition larger than its node's whole object store: Ray 2.60 would not fail but
-    write it to disk outside the store, slowly, and possibly fill the disk."""
-    size = partition_ops.partition_nbytes(partition)
-    if store_bytes and size > store_bytes:
-        raise ObjectStoreFullError(
-            f"partition {index} holds {size / 2**20:.0f} MiB, more than the {store_bytes / 2**20:.0f} MiB object store "
-            "of its Ray node; raise object_store_memory in init_orca_context, or split the data into more "
-            "partitions (repartition)"
-        )
-
-
-def _put_partitions(ray_context: "RayContext", owner_names: dict[str, str], store_bytes: dict[str, float],
-                    tag: str) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
-    connection = _connection(ray_context)
-
-    def put(index: int, shards: Iterator[Any]) -> list[tuple[int, str, int]]:
-        import ray
-        from ray.exceptions import ObjectStoreFullError as RayStoreFull
-
-        _connect_from_task(*connection)
-        partition = list(shards)
-        node_id = ray.get_runtime_context().get_node_id()
-        _check_fits(index, partition, store_bytes.get(node_id))
-        owner = ray.get_actor(owner_names[node_id], namespace=_NAMESPACE)
-        try:
-            ray.get(owner.adopt.remote(tag, index, partition), timeout=_GET_TIMEOUT_S)
-        except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
-            raise ObjectStoreFullError(
-                f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
-                f"in init_orca_context, or use more, smaller partitions (repartition): {error}"
-            ) from None
-        return [(index, node_id, partition_ops.partition_weight(partition))]
-
-    return raising_transportably(put)
-
-
-#: per Ray cluster address, the owner actor of each node: node id -> (name, handle)
-_node_owners: dict[str, dict[str, tuple[str, Any]]] = {}
-
-
-def _owners_alive(owners: dict[str, tuple[str, Any]]) -> set[str]:
-    """Node ids whose cached owner still answers (all asked at once, bounded together)."""
-    import ray
-
-    pings = {owner.registered.remote(""): node_id for node_id, (_, owner) in owners.items()}
-    if not pings:
-        return set()
-    answered, _ = ray.wait(list(pings), num_returns=len(pings), timeout=_PING_TIMEOUT_S)
-    alive = set()
-    for ping in answered:
-        try:
-            ray.get(ping)
-            alive.add(pings[ping])
-        except Exception:  # noqa: BLE001 - a dead or unreachable owner is simply replaced
-            pass
-    return alive
-
-
-def _owners_on(ray_context: "RayContext", alive_nodes: list[dict[str, Any]]) -> dict[str, tuple[str, Any]]:
-    """The owner actor on each of the context's nodes (the executors'), pinned there; started on
-    first use and reused while it lives."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    names = {node["node_name"] for node in ray_context.nodes}
-    node_ids = [node["NodeID"] for node in alive_nodes if node.get("NodeName") in names]
-    cached = _node_owners.setdefault(ray_context.address, {})
-    alive = _owners_alive({node_id: cached[node_id] for node_id in node_ids if node_id in cached})
-    owner_class = ray.remote(num_cpus=0)(PartitionOwner)
-    started = []
-    for node_id in node_ids:
-        if node_id not in alive:
-            name = f"zoo_lite-owner-{uuid.uuid4().hex[:8]}-{node_id[:12]}"
-            cached[node_id] = (name, owner_class.options(
-                name=name, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-            ).remote())
-            started.append(cached[node_id][1])
-    ray.get([owner.registered.remote("") for owner in started], timeout=_GET_TIMEOUT_S)
-    return {node_id: cached[node_id] for node_id in node_ids}
-
-
-def _connection(ray_context: "RayContext") -> tuple[str, str, list[dict[str, Any]], bool]:
-    """What a Spark task needs to connect to its node (plain values: shipped in closures)."""
-    return ray_context.address, ray_context.auth_token, ray_context.nodes, ray_context.settings.log_output
-
-
-def spark_to_ray(rdd: "RDD", spark_collection: "CollectionFactory") -> "RayXShards":
-    """Put every partition of ``rdd`` (a SparkXShards' RDD) into Ray from the executors (see the
-    module docstring); ``spark_collection`` is what the result's :meth:`RayXShards.to_spark_xshards`
-    builds its SparkXShards with.
-
-    An executor that Spark registers on a host with no Ray node while the job runs (one given
-    back after a loss, after the check for such hosts) fails its tasks with
-    :class:`~zoo_lite.errors.NoRayNodeError`; the job then runs once more after a node was started
-    there. Without a node to start (``num_ray_nodes`` below the executors) the error is raised."""
-    from zoo_lite.context import ray_context_started_on_demand
-
-    ray_context = ray_context_started_on_demand()
-    nodes_before = {node["node_name"] for node in ray_context.nodes}
-    try:
-        return _put_into_ray(rdd, ray_context, spark_collection)
-    except NoRayNodeError as error:
-        ray_context = ray_context_started_on_demand()   # starts nodes where an executor's host has none
-        if {node["node_name"] for node in ray_context.nodes} <= nodes_before:
-            raise
-        logging.getLogger(__name__).warning(
-            "a Spark executor joined on a host without a Ray node while data moved into Ray (%s); a node was started "
-            "there and the partitions are put into Ray again", error)
-        return _put_into_ray(rdd, ray_context, spark_collection)
-
-
-def _put_into_ray(rdd: "RDD", ray_context: "RayContext", spark_collection: "CollectionFactory") -> "RayXShards":
-    """One job that puts every partition of ``rdd`` into Ray, on ``ray_context``'s nodes."""
-    import ray
-
-    from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
-
-    alive_nodes = alive_ray_nodes()
-    named_owners = _owners_on(ray_context, alive_nodes)
-    store_bytes = {node["NodeID"]: node["Resources"].get("object_store_memory", 0.0) for node in alive_nodes}
-    owner_names = {node_id: name for node_id, (name, _) in named_owners.items()}
-    owners = [owner for _, owner in named_owners.values()]
-    tag = uuid.uuid4().hex
-    try:
-        placed = run_job(rdd.context, rdd.mapPartitionsWithIndex(_put_partitions(ray_context, owner_names, store_bytes, tag)).collect)
-        registered = ray.get([owner.registered.remote(tag) for owner in owners], timeout=_GET_TIMEOUT_S)
-        refs = {index: boxed[0] for by_index in registered for index, boxed in by_index.items()}
-    except BaseException:
-        _forget(owners, tag)
-        raise
-    partitions = [_Partition(index, refs[index], node_id, rows, owner_names[node_id], tag) for index, node_id, rows in sorted(placed)]
-    return RayXShards(partitions, owners, tag, spark_collection)
-
-
-def _forget(owners: Sequence[Any], tag: str) -> None:
-    """Tell the owners to drop ``tag``'s objects (asynchronously: nothing to wait for)."""
-    for owner in owners:
-        owner.forget.remote(tag)
 
 
 class RayXShards:
@@ -329,7 +98,7 @@ class RayXShards:
     [10, 35]
     """
 
-    def __init__(self, partitions: Sequence[_Partition], owners: Sequence[Any] = (), tag: str = "",
+    def __init__(self, partitions: Sequence[Partition], owners: Sequence[Any] = (), tag: str = "",
                  spark_collection: Optional["CollectionFactory"] = None) -> None:
         self._parts = list(partitions)
         self._owners = list(owners)
@@ -339,7 +108,7 @@ class RayXShards:
         self._leases = 0         # live leases of SparkXShards reading the objects (see _Lease)
 
     @property
-    def _partitions(self) -> list[_Partition]:
+    def _partitions(self) -> list[Partition]:
         if self._released:
             raise ZooLiteError("this RayXShards was released and its objects freed; build it again with to_ray()")
         return self._parts
@@ -507,7 +276,7 @@ class RayXShards:
 
         refs = [self._partitions[p].ref for p in positions]
         try:
-            return ray.get(refs, timeout=_GET_TIMEOUT_S)
+            return ray.get(refs, timeout=GET_TIMEOUT_S)
         except (ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError, ray.exceptions.ObjectFetchTimedOutError) as error:
             lost = self._lost_partitions(positions)
             raise PartitionLostError(
@@ -516,11 +285,11 @@ class RayXShards:
             ) from error
 
     def _lost_partitions(self, positions: list[int]) -> list[int]:
-        """The partitions of ``positions`` that cannot be fetched, within ``_LOST_CHECK_S`` in all
+        """The partitions of ``positions`` that cannot be fetched, within ``LOST_CHECK_S`` in all
         (each later one gets 0.1 s once that is spent)."""
         import ray
 
-        deadline = time.monotonic() + _LOST_CHECK_S
+        deadline = time.monotonic() + LOST_CHECK_S
         lost = []
         for position in positions:
             try:
@@ -668,8 +437,8 @@ class RayXShards:
         nodes = actor_nodes(actors)
         assigned = self._assign(nodes)
         with user_code_by_value():   # the user's function reaches actors on hosts without the user's project
-            results = [actor.__ray_call__.remote(_apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
-        rows = ray.get([actor.__ray_call__.remote(_rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=_GET_TIMEOUT_S)
+            results = [actor.__ray_call__.remote(apply_in_actor, func, slices) for actor, slices in zip(actors, assigned)]
+        rows = ray.get([actor.__ray_call__.remote(rows_of, [ref]) for actor, ref in zip(actors, results)], timeout=GET_TIMEOUT_S)
         return self._held_results(results, nodes, rows)
 
     def _held_results(self, results: Sequence[Any], nodes: Sequence[Optional[str]], rows: Sequence[int]) -> "RayXShards":
@@ -680,11 +449,11 @@ class RayXShards:
         from zoo_lite.context import ray_context_started_on_demand
         from zoo_lite.ray_on_spark.cluster import alive_ray_nodes
 
-        named = _owners_on(ray_context_started_on_demand(), alive_ray_nodes())
+        named = owners_on(ray_context_started_on_demand(), alive_ray_nodes())
         name, holder = next(iter(named.values()))
         tag = uuid.uuid4().hex
-        ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=_GET_TIMEOUT_S)
-        partitions = [_Partition(i, ref, node or "", n, name, tag) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
+        ray.get([holder.hold.remote(tag, i, [ref]) for i, ref in enumerate(results)], timeout=GET_TIMEOUT_S)
+        partitions = [Partition(i, ref, node or "", n, name, tag) for i, (ref, node, n) in enumerate(zip(results, nodes, rows))]
         return RayXShards(partitions, [holder], tag, self._spark_collection)
 
     # -- Orca's actor API: whole partitions, one call per partition -----------------------------
@@ -774,7 +543,7 @@ class RayXShards:
             raise InvalidArgumentError("assign_partitions_to_actors(actors=[]) needs at least one actor")
         located = actor_nodes_and_ips(actors)
         if self.num_partitions() < len(actors):
-            logging.getLogger(__name__).warning(
+            logging.getLogger(__package__).warning(  # zoo_lite.data.ray_xshards, the name users filter by
                 "%d partitions for %d actors: %d actor(s) get no partition; repartition the XShards into at least %d "
                 "partitions to use them all", self.num_partitions(), len(actors), len(actors) - self.num_partitions(),
                 len(actors))
@@ -837,8 +606,8 @@ class RayXShards:
             for index in indices:
                 result = func(actor, refs[index])
                 results[index] = result if isinstance(result, ray.ObjectRef) else ray.put(result)
-        count_rows = _count_rows_task()
-        rows = ray.get([count_rows.remote(ref) for ref in results], timeout=_GET_TIMEOUT_S)
+        count_rows = count_rows_task()
+        rows = ray.get([count_rows.remote(ref) for ref in results], timeout=GET_TIMEOUT_S)
         return self._held_results(results, nodes, rows)
 
     def to_spark_xshards(self) -> "SparkXShards":
@@ -880,7 +649,7 @@ class RayXShards:
         # tasks borrow each reference from its holder actor: a reference pickled into a Spark
         # closure would be serialised out of band, which Ray cannot track
         located = [(partition.holder, partition.tag, partition.index) for partition in self._partitions]
-        fetch = _fetch_partition(_connection(ray_context))
+        fetch = fetch_partition(task_connection(ray_context))
         return self._spark_collection(sc.parallelize(located, max(1, len(located))).mapPartitions(fetch), (_Lease(self),))
 
     def release(self) -> None:
@@ -924,7 +693,7 @@ class RayXShards:
         owners, self._owners = self._owners, []
         self._parts, self._released = [], True   # the driver's own references go too
         if owners and ray.is_initialized():
-            _forget(owners, self._tag)
+            forget(owners, self._tag)
 
     def __del__(self) -> None:
         try:
@@ -936,165 +705,3 @@ class RayXShards:
         if self._released:
             return "RayXShards(released)"
         return f"RayXShards(num_partitions={self.num_partitions()}, rows={len(self)})"
-
-
-def assign_whole_partitions(partition_nodes: Sequence[str], actor_nodes: Sequence[Optional[str]]) -> list[list[int]]:
-    """Orca's assignment of whole partitions to actors, as a pure function of where each is.
-
-    Every actor gets ``len(partition_nodes) // len(actor_nodes)`` partitions, and the first actors
-    to fill up one more, until the remainder is used. A first pass gives each partition to an actor
-    on its node with room, in actor order; a second pass gives the rest to any actor with room.
-
-    Parameters
-    ----------
-    partition_nodes : list of str
-        The node of each partition.
-    actor_nodes : list of str or None
-        The node of each actor.
-
-    Returns
-    -------
-    list of list of int
-        For each actor, the indices of its partitions, ascending (empty for actors beyond the
-        number of partitions).
-
-    Raises
-    ------
-    InvalidArgumentError
-        ``actor_nodes`` is empty.
-
-    Examples
-    --------
-    >>> assign_whole_partitions(["a", "a", "b", "b", "b"], ["b", "a"])  # local partitions first
-    [[2, 3, 4], [0, 1]]
-    >>> assign_whole_partitions(["a"] * 5, ["a", "a", "a"])  # 5 over 3: the first fill up to 2
-    [[0, 1], [2, 3], [4]]
-    >>> assign_whole_partitions(["a", "a"], ["a", "a", "a"])
-    [[0], [1], []]
-    """
-    if not actor_nodes:
-        raise InvalidArgumentError("assign_whole_partitions(actor_nodes=[]) needs at least one actor")
-    quota, extra = divmod(len(partition_nodes), len(actor_nodes))
-    assigned: list[list[int]] = [[] for _ in actor_nodes]
-
-    def give(actor: int, partition: int) -> bool:
-        nonlocal extra
-        held = len(assigned[actor])
-        if held < quota or (held == quota and extra > 0):
-            if held == quota:
-                extra -= 1
-            assigned[actor].append(partition)
-            return True
-        return False
-
-    actors_on: dict[Optional[str], list[int]] = {}
-    for actor, node in enumerate(actor_nodes):
-        actors_on.setdefault(node, []).append(actor)
-    remote = [partition for partition, node in enumerate(partition_nodes)
-              if not any(give(actor, partition) for actor in actors_on.get(node, []))]
-    for partition in remote:
-        any(give(actor, partition) for actor in range(len(actor_nodes)))
-    return [sorted(partitions) for partitions in assigned]
-
-
-def actor_nodes_and_ips(actors: Sequence[Any]) -> list[tuple[str, str]]:
-    """The Ray node id and the node's IP address of each actor."""
-    import ray
-
-    return ray.get([actor.__ray_call__.remote(_node_and_ip_of) for actor in actors], timeout=_GET_TIMEOUT_S)
-
-
-def _node_and_ip_of(_: Any) -> tuple[str, str]:
-    import ray
-
-    return ray.get_runtime_context().get_node_id(), ray.util.get_node_ip_address()
-
-
-def _count_rows(partition: list[Any]) -> int:
-    return partition_ops.partition_weight(partition)
-
-
-def _count_rows_task() -> Any:
-    """A zero-CPU Ray task counting the rows of a partition given by reference: Ray runs it where
-    the partition is, so the data does not come to the driver."""
-    import ray
-
-    return ray.remote(num_cpus=0)(_count_rows)
-
-
-def actor_nodes(actors: Sequence[Any]) -> list[Optional[str]]:
-    """The Ray node id each actor runs on."""
-    import ray
-
-    return ray.get([actor.__ray_call__.remote(_node_id_of) for actor in actors], timeout=_GET_TIMEOUT_S)
-
-
-def _node_id_of(_: Any) -> str:
-    import ray
-
-    return ray.get_runtime_context().get_node_id()
-
-
-def _rows_of(_: Any, boxed: list[Any]) -> int:
-    import ray
-
-    return partition_ops.partition_weight(ray.get(boxed[0]))
-
-
-def _apply_in_actor(instance: Any, func: Callable[[Any, list[Any]], Any], slices: list[tuple[Any, int, int, int]]) -> Any:
-    return [func(instance, shards_of_ranges(slices))]
-
-
-def shards_of_ranges(slices: Sequence[tuple[Any, int, int, int]]) -> list[Any]:
-    """The shards an actor was assigned (:meth:`RayXShards.assign_partition_ranges`), in order,
-    fetched from the object store together.
-
-    Parameters
-    ----------
-    slices : list of (ray.ObjectRef, int, int, int)
-        One actor's ``(object_ref, partition, start, stop)`` ranges.
-
-    Returns
-    -------
-    list
-        The shards of those ranges, each cut to rows ``start:stop`` of its partition.
-
-    Examples
-    --------
-    >>> import numpy as np, ray
-    >>> from zoo_lite import init_orca_context
-    >>> from zoo_lite.data import XShards
-    >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
-    >>> in_ray = XShards.partition(np.arange(6), num_shards=2).to_ray()
-    >>> @ray.remote(num_cpus=0)
-    ... class Worker:
-    ...     pass
-    >>> first, second = in_ray.assign_partition_ranges([Worker.remote(), Worker.remote()])
-    >>> shards_of_ranges(second)  # called inside an actor, usually
-    [array([3, 4, 5])]
-    """
-    import ray
-
-    partitions = ray.get([ref for ref, _, _, _ in slices], timeout=_GET_TIMEOUT_S)
-    shards: list[Any] = []
-    for partition, (_, _, start, stop) in zip(partitions, slices):
-        shards.extend(partition_ops.slice_partition(partition, start, stop))
-    return shards
-
-
-def _fetch_partition(connection: tuple[str, str, list[dict[str, Any]], bool]) -> Callable[[Iterator[tuple[str, str, int]]], list[Any]]:
-    def fetch(located: Iterator[tuple[str, str, int]]) -> list[Any]:
-        import ray
-
-        _connect_from_task(*connection)
-        shards: list[Any] = []
-        for holder_name, tag, index in located:
-            holder = ray.get_actor(holder_name, namespace=_NAMESPACE)
-            try:
-                boxed = ray.get(holder.boxed.remote(tag, index), timeout=_GET_TIMEOUT_S)
-            except PartitionReleasedError as error:  # a RayTaskError that is an instance of its cause
-                raise getattr(error, "cause", error) from None  # the owner's error itself, without Ray's wrapping
-            shards.extend(ray.get(boxed[0], timeout=_GET_TIMEOUT_S))
-        return shards
-
-    return raising_transportably(fetch)
