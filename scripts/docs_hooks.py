@@ -34,10 +34,16 @@ def reference_page(module: str) -> str:
     return f"{REFERENCE_DIR}/{module}.md"
 
 
+#: modules whose classes are assembled from mixins (SparkXShards' method families): their pages list
+#: inherited methods as the class's own
+INHERITING_MODULES = frozenset({"zoo_lite.data"})
+
+
 def _page_text(module: str) -> str:
     # members: the module's __all__ (re-exported names included); submodules have pages of their own
+    inherited = "      inherited_members: true\n" if module in INHERITING_MODULES else ""
     return (f"# `{module}`\n\n::: {module}\n    options:\n      show_root_heading: false\n"
-            f"      show_submodules: false\n")
+            f"      show_submodules: false\n{inherited}")
 
 
 def _index_text() -> str:
