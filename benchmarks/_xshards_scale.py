@@ -31,21 +31,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-import bench_xshards as bench  # attributes are used at call time: bench_xshards imports this module lazily
+import _xshards_pipeline as pipeline
+from _harness import CpuWatch, heading, last_json, load_line, log, machine_facts, ship_to_workers, timed, zoo_lite_revision
 from _plots import IMAGES, Line, Panel, draw_lines, load_numbers, run_facts, save_numbers
+from _xshards_pipeline import LIBRARIES, BenchConfig, PipelineResult
 
 if TYPE_CHECKING:
     import psutil
 
-    from bench_xshards import BenchConfig, PipelineResult
-
 ROWS_PER_FILE = 250_000
 DEFAULT_ROWS = (1_000_000, 5_000_000, 20_000_000)
 SYSTEMS = {  # command-line name -> the label the rest of bench_xshards uses
-    "zoo-spark": bench.ZOO_SPARK,
-    "zoo-pandas": bench.ZOO_PANDAS,
-    "pandas": bench.PANDAS,
-    "dask": bench.DASK,
+    "zoo-spark": pipeline.ZOO_SPARK,
+    "zoo-pandas": pipeline.ZOO_PANDAS,
+    "pandas": pipeline.PANDAS,
+    "dask": pipeline.DASK,
 }
 ZOO_SYSTEMS = ("zoo-spark", "zoo-pandas")
 ROLES = ("driver", "spark jvm", "python worker", "other")
@@ -148,7 +148,7 @@ def scale_options(args: dict[str, Any]) -> Optional[ScaleOptions]:
     return ScaleOptions(case=case, replot=replot, **chosen)
 
 
-def sized_config(config: "BenchConfig", rows: int) -> "BenchConfig":
+def sized_config(config: BenchConfig, rows: int) -> BenchConfig:
     """``config`` for ``rows`` rows in files of at most ``ROWS_PER_FILE`` rows, partitioned by key
     into as many partitions as files, so every partition keeps its size as the data grows."""
     files = sized_config_files(rows)
@@ -164,7 +164,7 @@ def sized_config_files(rows: int) -> int:
 # The child: one system on one size
 # ---------------------------------------------------------------------------------------------
 
-def existing_files(config: "BenchConfig") -> list[str]:
+def existing_files(config: BenchConfig) -> list[str]:
     """The CSV files the parent generated for ``config`` (without importing pyarrow, which would
     count in the driver's memory).
 
@@ -173,35 +173,36 @@ def existing_files(config: "BenchConfig") -> list[str]:
     FileNotFoundError
         The parent did not generate them.
     """
-    folder = bench.data_folder(config)
+    folder = pipeline.data_folder(config)
     files = sorted(str(path) for path in folder.glob("part-*.csv"))
     if len(files) != config.files or not (folder / "_params.json").exists():
         raise FileNotFoundError(f"expected {config.files} CSV files in {folder}, found {len(files)}: run with --scale, which generates them")
     return files
 
 
-def start_engine(system: str, config: "BenchConfig") -> Callable[[], None]:
+def start_engine(system: str, config: BenchConfig) -> Callable[[], None]:
     """Start Spark for the zoo_lite systems, as the benchmark does; returns how to stop it."""
     if system not in ZOO_SYSTEMS:
         return lambda: None
     from zoo_lite import init_orca_context, stop_orca_context
 
+    ship_to_workers(pipeline)
     init_orca_context(cluster_mode="local", cores=config.cores, memory=config.memory)
     return stop_orca_context
 
 
-def run_system(system: str, files: list[str], zoo_path: "str | list[str]", num_partitions: int) -> "PipelineResult":
+def run_system(system: str, files: list[str], zoo_path: "str | list[str]", num_partitions: int) -> PipelineResult:
     """The whole pipeline once; zoo_lite reads ``zoo_path`` (the folder), the others ``files``."""
     if system == "zoo-spark":
-        return bench.zoo_pipeline(zoo_path, "spark", num_partitions)
+        return pipeline.zoo_pipeline(zoo_path, "spark", num_partitions)
     if system == "zoo-pandas":
-        return bench.zoo_pipeline(zoo_path, "pandas", num_partitions)
+        return pipeline.zoo_pipeline(zoo_path, "pandas", num_partitions)
     if system == "pandas":
-        return bench.pandas_pipeline(files, num_partitions)
-    return bench.dask_pipeline(files, num_partitions)
+        return pipeline.pandas_pipeline(files, num_partitions)
+    return pipeline.dask_pipeline(files, num_partitions)
 
 
-def run_case(config: "BenchConfig", system: str) -> int:
+def run_case(config: BenchConfig, system: str) -> int:
     """Run one case in this (child) process and print its measurement as JSON on the last stdout line.
 
     Parameters
@@ -222,7 +223,7 @@ def run_case(config: "BenchConfig", system: str) -> int:
     try:
         run_system(system, files[:1], files[:1], config.num_partitions)  # warm-up: imports, JIT, Python workers
         startup_s = time.perf_counter() - started
-        pipeline_s, result = bench.timed(lambda: run_system(system, files, str(bench.data_folder(config)), config.num_partitions))
+        pipeline_s, result = timed(lambda: run_system(system, files, str(pipeline.data_folder(config)), config.num_partitions))
     finally:
         stop()
     driver_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
@@ -413,7 +414,7 @@ class CaseResult:
     csv_bytes: int
     pipeline_s: float
     startup_s: float
-    result: "PipelineResult"
+    result: PipelineResult
     processes: tuple[ProcessPeak, ...]
     sum_peak: int
     role_sum_peaks: dict[str, int] = field(default_factory=dict)
@@ -430,7 +431,7 @@ class CaseResult:
         return sum(peak.role == role for peak in self.processes)
 
 
-def case_command(system: str, config: "BenchConfig") -> list[str]:
+def case_command(system: str, config: BenchConfig) -> list[str]:
     """The child's command line: this benchmark, re-invoked for one case."""
     return [sys.executable, str(SCRIPT), "--scale-case", system, "--rows", str(config.rows), "--files", str(config.files),
             "--data-dir", str(config.data_dir), "--memory", config.memory, "--partitions", str(config.num_partitions)]
@@ -451,15 +452,7 @@ def pump(stream: IO[str], keep: "collections.deque[str] | list[str]", echo: Opti
     return thread
 
 
-def last_json(lines: Sequence[str]) -> dict[str, Any]:
-    """The JSON object on the last stdout line that holds one."""
-    for line in reversed(lines):
-        if line.lstrip().startswith("{"):
-            return json.loads(line)
-    raise ValueError("no JSON line")
-
-
-def run_child(system: str, config: "BenchConfig", timeout_s: float) -> CaseResult:
+def run_child(system: str, config: BenchConfig, timeout_s: float) -> CaseResult:
     """Run one case in a fresh child process while sampling its process tree's memory.
 
     Parameters
@@ -500,7 +493,7 @@ def run_child(system: str, config: "BenchConfig", timeout_s: float) -> CaseResul
         for reader in readers:
             reader.join(timeout=10)
     if killed:
-        bench.log(f"killed what {system} left running after its exit: {', '.join(killed)}")
+        log(f"killed what {system} left running after its exit: {', '.join(killed)}")
     if child.returncode != 0:
         raise RuntimeError(f"{system} on {config.rows:,} rows failed with exit status {child.returncode}: "
                            f"{' '.join(case_command(system, config))}\nLast stderr lines:\n{''.join(errors)}")
@@ -511,7 +504,7 @@ def run_child(system: str, config: "BenchConfig", timeout_s: float) -> CaseResul
     return case_result(system, config, report, sampler)
 
 
-def case_result(system: str, config: "BenchConfig", report: dict[str, Any], sampler: TreeSampler) -> CaseResult:
+def case_result(system: str, config: BenchConfig, report: dict[str, Any], sampler: TreeSampler) -> CaseResult:
     """Join the child's report with the sampled peaks; the driver's peak is also taken from its own
     ``getrusage``, which sees spikes shorter than the sampling interval."""
     peaks = [replace(peak) for peak in sampler.peaks.values()]
@@ -522,7 +515,7 @@ def case_result(system: str, config: "BenchConfig", report: dict[str, Any], samp
     return CaseResult(
         system=system, rows=config.rows, csv_bytes=sum(os.path.getsize(name) for name in files),
         pipeline_s=float(report["pipeline_s"]), startup_s=float(report["startup_s"]),
-        result=bench.PipelineResult(int(report["locations"]), int(report["result_rows"])),
+        result=pipeline.PipelineResult(int(report["locations"]), int(report["result_rows"])),
         processes=tuple(peaks), sum_peak=max(sampler.sum_peak, driver.peak_rss if driver else 0),
         role_sum_peaks=dict(sampler.role_sum_peaks),
     )
@@ -536,9 +529,9 @@ def check_agreement(cases: Sequence[CaseResult], rows: int) -> None:
     AssertionError
         A system's result differs.
     """
-    expected = bench.PipelineResult(len(bench.CITIES), rows)
+    expected = pipeline.PipelineResult(len(pipeline.CITIES), rows)
     for case in cases:
-        bench.check_result(f"{SYSTEMS[case.system]} on {rows:,} rows", case.result, expected)
+        pipeline.check_result(f"{SYSTEMS[case.system]} on {rows:,} rows", case.result, expected)
     if len({case.result for case in cases}) > 1:
         raise AssertionError(f"systems disagree on {rows:,} rows: " + ", ".join(f"{case.system}={case.result}" for case in cases))
 
@@ -669,19 +662,18 @@ def repository_path(path: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def render_scale_report(config: "BenchConfig", options: ScaleOptions, command: str, cases: Sequence[CaseResult],
-                        facts: list[str], watch: "bench.CpuWatch", load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+def render_scale_report(config: BenchConfig, options: ScaleOptions, command: str, cases: Sequence[CaseResult],
+                        facts: list[str], watch: CpuWatch, load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     """The markdown report: setup, a table per size, the targets, where the memory goes."""
     lines = [
-        f"## bench_xshards --scale: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_xshards --scale", command),
         *facts,
         f"- data: 10 columns, {ROWS_PER_FILE:,} rows per CSV file; partition_by into as many partitions as files; zoo_lite on "
         f"`init_orca_context(cluster_mode=\"local\", cores={config.cores}, memory=\"{config.memory}\")`; pandas and dask start no Spark",
         "- each case in a fresh process, run once after a warm-up on one file; pipeline seconds exclude Spark start-up and the warm-up",
         f"- RSS of every process in the case's tree sampled every {SAMPLE_INTERVAL_S * 1000:.0f} ms (driver also by its own getrusage); "
         "the sum over processes counts pages shared by forked Python workers more than once",
-        f"- load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load[0])}; after: {', '.join(f'{x:.1f}' for x in load[1])}",
+        load_line(load[0], load[1], periods=True),
         f"- {watch.summary()}", "",
         "### Targets", "", *target_lines(cases), "",
         "### Where the memory goes", "", *memory_lines(cases), "",
@@ -699,23 +691,23 @@ def render_scale_report(config: "BenchConfig", options: ScaleOptions, command: s
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-def measure_size(config: "BenchConfig", options: ScaleOptions, rows: int) -> list[CaseResult]:
+def measure_size(config: BenchConfig, options: ScaleOptions, rows: int) -> list[CaseResult]:
     """Every system on ``rows`` rows, each in its own child, after the data is generated and cached."""
     sized = sized_config(config, rows)
-    bench.log(f"== {rows:,} rows in {sized.files} files: {bench.data_folder(sized)}")
-    bench.warm_page_cache(bench.ensure_data(sized))  # no system pays for a cold disk
+    log(f"== {rows:,} rows in {sized.files} files: {pipeline.data_folder(sized)}")
+    pipeline.warm_page_cache(pipeline.ensure_data(sized))  # no system pays for a cold disk
     cases = []
     for system in options.systems:
-        bench.log(f"-- {SYSTEMS[system]} on {rows:,} rows")
+        log(f"-- {SYSTEMS[system]} on {rows:,} rows")
         case = run_child(system, sized, options.timeout_s)
-        bench.log(f"{SYSTEMS[system]} on {rows:,} rows: {case.pipeline_s:.2f} s, largest process {mb(case.largest.peak_rss)} MB "
+        log(f"{SYSTEMS[system]} on {rows:,} rows: {case.pipeline_s:.2f} s, largest process {mb(case.largest.peak_rss)} MB "
                   f"({case.largest.role}), sum {mb(case.sum_peak)} MB, {case.result}")
         cases.append(case)
     check_agreement(cases, rows)
     return cases
 
 
-def run_scale(config: "BenchConfig", options: ScaleOptions, command: str) -> int:
+def run_scale(config: BenchConfig, options: ScaleOptions, command: str) -> int:
     """``--scale``: measure every size and system, print the report, write the plot; in a child
     (``--scale-case``), run that one case.
 
@@ -737,9 +729,9 @@ def run_scale(config: "BenchConfig", options: ScaleOptions, command: str) -> int
         return run_case(config, options.case)
     if options.replot:
         draw_scale(load_numbers(NUMBERS), options.plot)
-        bench.log(f"drew {options.plot} from {NUMBERS}")
+        log(f"drew {options.plot} from {NUMBERS}")
         return 0
-    load_before, facts_revision, watch = os.getloadavg(), bench.zoo_lite_revision(), bench.CpuWatch().start()
+    load_before, facts_revision, watch = os.getloadavg(), zoo_lite_revision(), CpuWatch().start()
     try:
         cases = [case for rows in options.rows for case in measure_size(config, options, rows)]
     finally:
@@ -747,5 +739,5 @@ def run_scale(config: "BenchConfig", options: ScaleOptions, command: str) -> int
     load = (load_before, os.getloadavg())
     save_numbers(NUMBERS, scale_numbers(cases, command, load))
     draw_scale(load_numbers(NUMBERS), options.plot)
-    print(render_scale_report(config, options, command, cases, bench.machine_facts(facts_revision), watch, load))
+    print(render_scale_report(config, options, command, cases, machine_facts(facts_revision, LIBRARIES), watch, load))
     return 0

@@ -31,15 +31,13 @@ import json
 import os
 import platform
 import sys
-import time
 from multiprocessing import Pool
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
-from _timing import Timing, command_line, log, timed
-from bench_xshards import CpuWatch
+from _harness import CpuWatch, command_line, heading, load_line, log, run_interleaved, timed_case
 
 DATA = Path(__file__).resolve().parent / "_data"
 CLASSES = 10
@@ -113,17 +111,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # warm-up, untimed: JVM classes, Python workers; and the two decode the same pixels
             shards = read_images(str(folder), size=(args.size, args.size), label=None).collect()
             assert np.array_equal(np.concatenate([shard["x"] for shard in shards]), pillow_loop(files, args.size))
-            cases: dict[str, Callable[[], object]] = {
-                PILLOW: lambda: pillow_loop(files, args.size),
-                ZOO: lambda: zoo_read(folder, args.size),
-                POOL: lambda: pool.starmap(decode_file, [(path, args.size) for path in files], chunksize=64),
+            cases = {
+                PILLOW: timed_case("decode", lambda: pillow_loop(files, args.size)),
+                ZOO: timed_case("decode", lambda: zoo_read(folder, args.size)),
+                POOL: timed_case("decode", lambda: pool.starmap(decode_file, [(path, args.size) for path in files], chunksize=64)),
             }
-            timings = {name: Timing() for name in cases}
-            for round_index in range(args.repeat):
-                for name, case in cases.items():
-                    seconds, _ = timed(case)
-                    timings[name].add([seconds])
-                log(f"round {round_index + 1}/{args.repeat}: " + ", ".join(f"{t.seconds[-1]:.2f} s" for t in timings.values()))
+            results = run_interleaved(cases, args.repeat, rotate=False)
+            timings = {name: measures["decode"] for name, measures in results.items()}
     finally:
         watch.stop()
         stop_orca_context()
@@ -135,14 +129,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import pyspark
 
     print("\n".join([
-        f"## bench_images: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_images", command),
         f"- {args.images} JPEGs of {args.source_side}x{args.source_side} ({megabytes:.0f} MB) in {CLASSES} folders, "
         f"resized to {args.size}x{args.size} RGB; {args.repeat} rounds per case, interleaved",
         f"- machine: {os.cpu_count()} cores, Python {platform.python_version()}, pyspark {pyspark.__version__}, "
         f"Pillow {PIL.__version__}; read_images on `local[2]`",
-        f"- load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; "
-        f"after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        load_line(load_before, os.getloadavg(), periods=True),
         f"- {watch.summary()}", "",
         "### Target", "", "| target | measured: best (median) | bar | result |", "|---|---:|---|---|",
         f"| images/s, read_images / one-process Pillow loop | {ratio_best:.2f}x ({ratio_median:.2f}x) | >= {TARGET}x "

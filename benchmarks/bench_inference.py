@@ -45,16 +45,15 @@ import argparse
 import io
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import torch
+from _harness import (command_line, heading, load_line, log, run_interleaved, targets_table, timed, timed_case, warm_up,
+                      zoo_lite_commit)
 from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
-from _timing import Timing, command_line, log, timed
 from torch import nn
 
 CASES = {
@@ -212,16 +211,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "single_all": lambda: single_process(model, x, args.batch, os.cpu_count() or 1),
             "floor": lambda: spark_action(frame.mapInArrow(no_model, "prediction array<float>"), "prediction"),
         }
-        log("warm-up round (untimed)")
-        sums = {name: run() for name, run in runs.items()}
-        cases = {name: Timing() for name in runs}
-        for round_index in range(repeat):
-            log(f"round {round_index + 1}/{repeat}")
-            for name, run in runs.items():
-                seconds, result = timed(run)
-                cases[name].add([seconds])
-                sums[name] = result
-            log(" ".join(f"{name}={rows / cases[name].best:,.0f}/s" for name in runs))
+        timed_runs = {name: timed_case("s", run) for name, run in runs.items()}
+        sums = warm_up(timed_runs)
+        results = run_interleaved(timed_runs, repeat, rotate=False, check=sums.__setitem__)
+        cases = {name: measures["s"] for name, measures in results.items()}
         log("counting model loads")
         loads, load_pids, run_pids, first_udf_s = count_loads(frame, args.hidden, args.batch)
         import ray
@@ -243,11 +236,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ("(the Spark <-> Python floor: (a) / (e) no model)", rate["udf"] / rate["floor"], "info", True),
         ("(this machine's ceiling in this run: (d) all threads / (d) 1 thread)", rate["single_all"] / rate["single_1"], "info", True),
     ]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = zoo_lite_commit()
     one_each = loads == len(run_pids) and set(load_pids) == set(run_pids)
     print("\n".join([
-        f"## bench_inference: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_inference", command),
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, "
         f"pyspark {pyspark.__version__}; zoo_lite at commit {commit}",
         f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`), the cached `_mlp_data` frame's features column `localCheckpoint`'d (4 partitions) on "
@@ -264,10 +256,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{', '.join(map(str, run_pids))}; loaded in: {', '.join(map(str, load_pids))}) — "
         f"{'one load per Python worker' if one_each else 'NOT one load per Python worker'}; a new UDF's first query, "
         f"{first_udf_s:.2f} s",
-        f"- load average before: {', '.join(f'{v:.1f}' for v in load_before)}; after: {', '.join(f'{v:.1f}' for v in load_after)}",
-        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value:.2f} | {bar} | {'-' if bar == 'info' else 'PASS' if ok else 'MISS'} |"
-          for claim, value, bar, ok in targets], "",
+        load_line(load_before, load_after),
+        "", "### Targets", "", *targets_table(targets), "",
         "### Throughput", "", "| case | rows/s: best | rows/s: median | s: best (median) |", "|---|---:|---:|---:|",
         *[f"| {label} | {rate[name]:,.0f} | {median_rate[name]:,.0f} | {cases[name].cell()} |" for name, label in CASES.items()],
         "",

@@ -41,7 +41,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,8 +48,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
+from _harness import (Timing, command_line, epoch_timer, heading, load_line, log, read_epoch_times, run_python, targets_table,
+                      timed, zoo_lite_commit)
 from _mlp_data import CLASSES, FEATURES, KERAS_LEARNING_RATE, frame_arrays, make_dataframe, make_keras_mlp
-from _timing import Timing, command_line, epoch_timer, log, read_epoch_times, timed
 
 # No TensorFlow or Keras import at module level: the (a) child must size TensorFlow's thread pools
 # before anything starts its runtime.
@@ -83,12 +83,9 @@ def reference_child(threads: int, data_path: str, batch: int, epochs: int) -> No
 
 def plain_epochs(data_path: str, batch: int, epochs: int, threads: int) -> list[float]:
     """Epoch times of plain Keras ``model.fit`` in a child process with ``threads`` threads."""
-    command = [sys.executable, os.path.abspath(__file__), "--reference-threads", str(threads),
-               "--reference-data", data_path, "--batch", str(batch), "--epochs", str(epochs)]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    if done.returncode != 0:
-        raise RuntimeError(f"the plain Keras reference ({threads} threads) failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_python([os.path.abspath(__file__), "--reference-threads", str(threads), "--reference-data", data_path,
+                       "--batch", str(batch), "--epochs", str(epochs)],
+                      f"the plain Keras reference ({threads} threads)", env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 # -- (b), (c) zoo_lite -------------------------------------------------------------------------------------
@@ -195,10 +192,9 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
          cases["second_c"].best, "info", True),
     ]
     throughput = {name: rows / samples.best for name, samples in cases.items() if samples.seconds}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = zoo_lite_commit()
     return "\n".join([
-        f"## bench_keras_fit: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command_line('bench_keras_fit.py', argv)}`", "",
+        *heading("bench_keras_fit", command_line("bench_keras_fit.py", argv)),
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, tensorflow {tf.__version__}, "
         f"keras {keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__}; zoo_lite at commit {commit}",
         f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`) + int label, a cached Spark DataFrame in 4 "
@@ -207,10 +203,8 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         f"cross-entropy from logits; global batch {args.batch}; {args.epochs} epochs per timed fit",
         f"- {repeat} round(s), cases interleaved; (a) in a child process per case and round, its first epoch dropped; "
         "(b), (c) every epoch of a third fit on the same Estimator; ratios use the best time, median in brackets",
-        f"- load average before: {', '.join(f'{v:.1f}' for v in load_before)}; after: {', '.join(f'{v:.1f}' for v in load_after)}",
-        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value:.2f} | {bar} | {'-' if bar == 'info' else 'PASS' if ok else 'MISS'} |"
-          for claim, value, bar, ok in targets], "",
+        load_line(load_before, load_after),
+        "", "### Targets", "", *targets_table(targets), "",
         "### Epochs", "", "| case | epoch time, s: best (median) | rows/s (best) |", "|---|---:|---:|",
         *[f"| {label}, batch {args.batch} | {cases[name].cell()} | {throughput.get(name, 0):,.0f} |" for name, label in (
             ("a2", "(a) plain Keras `model.fit`, 2 threads"), ("a1", "(a) plain Keras `model.fit`, 1 thread"),

@@ -22,10 +22,8 @@ It prints a markdown report; keep the latest in ``benchmarks/RESULTS.md``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import textwrap
 import threading
@@ -36,7 +34,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from _timing import command_line
+from _harness import command_line, heading, log, run_python, targets_table
 
 _STARTUP = textwrap.dedent("""
     import json, sys, time
@@ -84,20 +82,12 @@ _STARTUP = textwrap.dedent("""
 STARTUP_SYSTEMS = ("zoo_lite, on running Spark", "setup_ray_cluster", "zoo_lite, from nothing")
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def run_startup(system: str) -> dict[str, Any]:
     # as in an activated venv: setup_ray_cluster finds the `ray` script on PATH
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     if system == "setup_ray_cluster":
         env["RAY_AUTH_MODE"] = "token"  # Ray 2.60 secures its clusters; the token is ~/.ray/auth_token
-    result = subprocess.run([sys.executable, "-c", _STARTUP, system], capture_output=True, text=True, timeout=600, env=env)
-    line = next((line for line in result.stdout.splitlines() if line.startswith("RESULT ")), None)
-    if line is None:
-        raise RuntimeError(f"{system} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
-    return json.loads(line[7:])
+    return run_python(["-c", _STARTUP, system], system, prefix="RESULT ", env=env, timeout_s=600)
 
 
 def startup_section(repeat: int) -> tuple[list[str], dict[str, dict[str, list[float]]]]:
@@ -270,12 +260,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import ray
 
     print("\n".join([
-        f"## bench_ray_on_spark: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_ray_on_spark", command),
         f"- machine: 2 cores, Python {platform.python_version()}, ray {ray.__version__}; `local-cluster[2,1,1024]` unless stated",
         f"- {repeat} round(s) per case, alternating; ratios use the best times", "",
-        "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value:.2f} | {bar} | {'PASS' if ok else 'MISS'} |" for claim, value, bar, ok in targets], "",
+        "### Targets", "", *targets_table(targets), "",
         "### Start-up", "", *startup_lines, "",
         "### Transfer into actors", "", *transfer_lines, "",
     ]))

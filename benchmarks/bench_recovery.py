@@ -90,8 +90,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
+from _harness import Timing, command_line, heading, load_values, log, targets_table, zoo_lite_commit
 from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe, make_keras_mlp
-from _timing import Timing, command_line, log
 from torch import nn
 
 from zoo_lite.learn.pytorch import Callback
@@ -702,7 +702,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import ray
 
     import zoo_lite.learn.pytorch
-    import zoo_lite.learn.tf2   # imported now, so that the driver runs one version throughout (see the digest)
+    import zoo_lite.learn.tf2  # noqa: F401  imported now, so that the driver runs one version throughout (see the digest)
     from zoo_lite import init_orca_context, stop_orca_context
 
     load_before, digest_before = os.getloadavg(), source_digest()
@@ -853,15 +853,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def phase_cell(name: str, phase: str) -> str:
         return Timing([r.phases[phase] for r in runs.get(name, []) if phase in r.phases]).spread_cell(2)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = zoo_lite_commit()
     dirty = subprocess.run(["git", "status", "--porcelain", "zoo_lite"], capture_output=True, text=True).stdout.split("\n")
     dirty = [line for line in dirty if line.strip()]
     cpu_after = os.times()
     from ray.train.v2._internal.constants import is_v2_enabled
 
     lines = [
-        f"## bench_recovery: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_recovery", command),
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, keras "
         f"{keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__} (Ray Train v2: {is_v2_enabled()}); "
         f"zoo_lite at commit {commit}" + (f" with {len(dirty)} uncommitted file(s) under zoo_lite/" if dirty else "")
@@ -876,11 +875,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "Ray Train: rank 1; zoo_lite Keras: rank 0, where Keras callbacks run)",
         f"- {repeat} round(s), cases interleaved; cells are median (best–worst); an epoch: of the uninterrupted zoo_lite "
         f"fits, Ray Train's on rank 0; {wall_s / 60:.1f} min; load average "
-        f"before {', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}; "
+        f"before {load_values(load_before)}, after {load_values(load_after)}; "
         f"this process used {cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system:.0f} s of CPU",
-        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value} | {bar} | {('PASS' if ok else 'MISS') if bar != 'info' else '-'} |"
-          for claim, value, bar, ok in targets],
+        "", "### Targets", "", *targets_table(targets),
         "", "### Recovery", "",
         "| case | death -> first resumed step, s | epochs redone | fit, s (interrupted) | same fit uninterrupted, s | "
         "an epoch, s |", "|---|---:|---:|---:|---:|---:|",

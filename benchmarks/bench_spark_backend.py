@@ -76,7 +76,6 @@ import contextlib
 import logging
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -85,8 +84,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
+from _harness import (Timing, command_line, epoch_timer, heading, load_line, log, read_epoch_times, targets_table, timed,
+                      zoo_lite_commit)
 from _mlp_data import CLASSES, FEATURES, KERAS_LEARNING_RATE, make_dataframe, make_keras_mlp
-from _timing import Timing, command_line, epoch_timer, log, read_epoch_times, timed
 from torch import nn
 
 #: empty barrier jobs timed per round (after one warm-up job)
@@ -378,11 +378,10 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         ("(one empty barrier job / (s)'s per-epoch driver round trip)", barrier_vs_trip, "info", True),
     ]
     throughput = {name: rows / samples.best for name, samples in cases.items() if samples.seconds}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = zoo_lite_commit()
     e = args.epochs
     return "\n".join([
-        f"## bench_spark_backend: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command_line('bench_spark_backend.py', argv)}`", "",
+        *heading("bench_spark_backend", command_line("bench_spark_backend.py", argv)),
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, "
         f"tensorflow {tf.__version__}, keras {keras.__version__}, pyspark {pyspark.__version__}, ray {ray.__version__}; "
         f"zoo_lite at commit {commit}",
@@ -397,11 +396,8 @@ def report(args: argparse.Namespace, argv: Optional[Sequence[str]], rows: int, r
         f"{args.keras_batch}; {e} epochs per fit",
         f"- {repeat} round(s), cases interleaved; warm epoch times are each fit's epochs after its first; ratios use "
         "the best time, median in brackets",
-        f"- load average before: {', '.join(f'{v:.1f}' for v in load_before)}; after: "
-        f"{', '.join(f'{v:.1f}' for v in load_after)}",
-        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value:.2f} | {bar} | {'-' if bar == 'info' else 'PASS' if ok else 'FAIL'} |"
-          for claim, value, bar, ok in targets], "",
+        load_line(load_before, load_after),
+        "", "### Targets", "", *targets_table(targets, miss="FAIL"), "",
         "### Epochs (warm)", "", "| case | epoch time, s: best (median) | rows/s (best) |", "|---|---:|---:|",
         *[f"| {label} | {cases[name].cell()} | {throughput.get(name, 0):,.0f} |" for name, label in (
             ("s", f"(s) zoo_lite backend='spark', `epoch_time_s`, batch {args.batch}"),

@@ -5,7 +5,12 @@ The input is ``bench_xshards.py``'s data (2M rows, 20 CSV files): ``read_csv`` (
 -> ``transform_shard(derive)`` -> ``partition_by`` into 4, its shuffle written once before timing.
 Each round times ``to_spark_df()`` (the shards' one pass, cached on disk, and the schema records)
 and then ``count()`` and ``collect``-free ``selectExpr("sum(total)")`` on the DataFrame, for each
-decoder, cases interleaved. Run from the repository root::
+decoder, cases interleaved.
+
+Claim (a design choice): the JVM decoder makes ``to_spark_df`` + ``count`` faster than the Python
+decoder (the report's last line, Python's time over the JVM's, above 1.0x).
+
+Run from the repository root::
 
     .venv/bin/python benchmarks/bench_to_spark_df.py [--rows 2000000] [--repeat 5]
 
@@ -21,8 +26,8 @@ from typing import Callable, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_xshards as bench  # noqa: E402  (the pipeline's data and derive step)
-from _timing import Timing, command_line, log, timed  # noqa: E402
+import _xshards_pipeline as pipeline  # noqa: E402  (the pipeline's data and derive step)
+from _harness import Case, Timing, command_line, command_paragraph, run_interleaved, ship_to_workers, timed, warm_up  # noqa: E402
 
 DECODERS = ("jvm", "python")
 STEPS = ("to_spark_df", "count", "sum")
@@ -49,28 +54,27 @@ def one_round(by_key: "object", decoder: str) -> dict[str, float]:
     return seconds
 
 
+def decoder_case(by_key: "object", decoder: str) -> Case:
+    """One round of ``decoder`` as a case: its steps' seconds, no result (``one_round`` checks the rows)."""
+    return lambda: (one_round(by_key, decoder), None)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     from zoo_lite import init_orca_context, stop_orca_context
     from zoo_lite.data.pandas import read_csv
 
-    from pyspark import cloudpickle
-
-    cloudpickle.register_pickle_by_value(bench)  # the workers cannot import the benchmarks folder
-    config = bench.BenchConfig(rows=args.rows, files=20)
-    bench.ensure_data(config)
+    ship_to_workers(pipeline)
+    config = pipeline.BenchConfig(rows=args.rows, files=20)
+    pipeline.ensure_data(config)
     init_orca_context(cluster_mode="local", cores=2, memory="6g")
     try:
-        by_key = read_csv(str(bench.data_folder(config))).transform_shard(bench.derive).partition_by(bench.KEY, num_partitions=4)
+        by_key = read_csv(str(pipeline.data_folder(config))).transform_shard(pipeline.derive).partition_by(pipeline.KEY, num_partitions=4)
         by_key.rdd.map(len).sum()  # the shuffle's map side, written once for every round
-        timings = {(decoder, step): Timing() for decoder in DECODERS for step in STEPS}
-        for round_index in range(args.repeat + 1):
-            for decoder in DECODERS if round_index % 2 == 0 else DECODERS[::-1]:
-                seconds = one_round(by_key, decoder)
-                log(f"round {round_index} {decoder}: " + ", ".join(f"{step} {value:.2f} s" for step, value in seconds.items()))
-                if round_index:  # round 0 warms up both
-                    for step, value in seconds.items():
-                        timings[decoder, step].add([value])
+        cases = {decoder: decoder_case(by_key, decoder) for decoder in DECODERS}
+        warm_up(cases)
+        results = run_interleaved(cases, args.repeat)  # the decoders alternate
+        timings = {(decoder, step): results[decoder][step] for decoder in DECODERS for step in STEPS}
     finally:
         stop_orca_context()
     print(report(timings, args))
@@ -79,8 +83,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def report(timings: dict[tuple[str, str], Timing], args: argparse.Namespace) -> str:
     whole: Callable[[str], float] = lambda decoder: sum(timings[decoder, step].best for step in ("to_spark_df", "count"))
-    lines = [f"Command: `{command_line('bench_to_spark_df.py', None)}` ({args.rows:,} rows after partition_by into 4; "
-             f"best of {args.repeat} interleaved rounds, median in brackets)", "",
+    note = f"{args.rows:,} rows after partition_by into 4; best of {args.repeat} interleaved rounds, median in brackets"
+    lines = [command_paragraph(command_line("bench_to_spark_df.py", None), note), "",
              "| decoder | to_spark_df s | count s | sum(total) s |", "|---|---:|---:|---:|"]
     for decoder in DECODERS:
         lines.append(f"| {decoder} | " + " | ".join(timings[decoder, step].cell(2) for step in STEPS) + " |")

@@ -43,18 +43,17 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
+from _harness import Timing, command_line, heading, load_line, log, targets_table, timed, zoo_lite_commit
 from _mlp_data import CLASSES, FEATURES, frame_arrays, make_dataframe
 from _plots import IMAGES, Bar, Panel, draw_bars, load_numbers, run_facts, save_numbers
-from _timing import Timing, command_line, log, timed
 from torch import nn
 
 #: loads and toArrow() calls per round (each about 0.5 s; their best is compared)
@@ -253,7 +252,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from zoo_lite.context import ray_context_started_on_demand
 
     load_before = os.getloadavg()
-    sc = init_orca_context(cluster_mode="local", cores=2, memory="4g")
+    init_orca_context(cluster_mode="local", cores=2, memory="4g")
     try:
         from pyspark.sql import SparkSession
 
@@ -322,10 +321,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
          ">= 0.8", load_vs_arrow >= 0.8),
     ]
     throughput = {name: rows / samples.best for name, samples in cases.items() if samples.seconds}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = zoo_lite_commit()
     print("\n".join([
-        f"## bench_torch_fit: {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
-        f"Command: `{command}`", "",
+        *heading("bench_torch_fit", command),
         f"- machine: {os.cpu_count()} cores; Python {platform.python_version()}, torch {torch.__version__}, "
         f"pyspark {pyspark.__version__}, ray {ray.__version__}; zoo_lite at commit {commit}",
         f"- data: {rows:,} rows x {FEATURES} float features (`array<float>`) + int label, a cached Spark DataFrame in 4 "
@@ -334,10 +332,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{args.epochs} epochs per fit",
         f"- {repeat} round(s), cases interleaved; epoch times exclude each run's first epoch for (a) and (d); "
         "ratios use the best time, median in brackets",
-        f"- load average before: {', '.join(f'{v:.1f}' for v in load_before)}; after: {', '.join(f'{v:.1f}' for v in load_after)}",
-        "", "### Targets", "", "| target | measured | bar | result |", "|---|---:|---|---|",
-        *[f"| {claim} | {value:.2f} | {bar} | {'-' if bar == 'info' else 'PASS' if ok else 'MISS'} |"
-          for claim, value, bar, ok in targets], "",
+        load_line(load_before, load_after),
+        "", "### Targets", "", *targets_table(targets), "",
         "### Epochs", "", "| case | epoch time, s: best (median) | rows/s (best) |", "|---|---:|---:|",
         *[f"| {label}, batch {size} | {cases[name].cell()} | {throughput.get(name, 0):,.0f} |"
           for suffix, size in (("", args.batch), ("_large", args.large_batch)) for base, label in EPOCH_CASES.items()

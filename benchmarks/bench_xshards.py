@@ -49,58 +49,48 @@ cases without measuring.
 It prints markdown (seconds, ratios, PASS/MISS per target, and how busy the machine was with other
 work); keep the latest in ``benchmarks/RESULTS.md``. It stops the Spark context it started, and
 Spark's JVM and Python workers end with it.
+
+The pipeline of every system and its data are in ``_xshards_pipeline.py``, the scale curve in
+``_xshards_scale.py``, ``--profile`` in ``_xshards_profile.py``; this file holds the cases, their
+rounds and the report of the claims above.
 """
+
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
-import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
-from _timing import Timing, timed
+import _xshards_pipeline
+from _harness import (Case, CpuWatch, Results, Timing, command_line, heading, load_line, log, machine_facts, run_interleaved,
+                      ship_to_workers, timed, timed_case, warm_up, zoo_lite_revision)
+from _xshards_pipeline import (CITIES, DASK, KEY, LIBRARIES, LOCATION, PANDAS, PANDAS_ARROW, PYSPARK_PANDAS, SECTIONS, ZOO_PANDAS,
+                               ZOO_SPARK, BenchConfig, PipelineResult, byte_slices, check_result, count_rows, dask_pipeline,
+                               data_folder, derive, ensure_data, hash_split, pandas_pipeline, pandas_read, pipeline_floor,
+                               pyspark_pandas_pipeline, pyspark_pandas_repartition, same_target, unique_over, warm_page_cache,
+                               zoo_pipeline)
+from _xshards_profile import profile_zoo
+from _xshards_scale import ScaleOptions, add_scale_arguments, run_scale, scale_options
 
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")  # pyspark.pandas warns without it
-sys.modules.setdefault("bench_xshards", sys.modules[__name__])  # run as a script, _xshards_scale imports this module, not a copy
 
 if TYPE_CHECKING:
-    from _xshards_scale import ScaleOptions
     from pyspark import RDD
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import SparkSession
 
     from zoo_lite.data import SparkXShards
 
-KEY = "key"
-LOCATION = "location"
-DATA_FORMAT_VERSION = 1
-CITIES = (
-    "Amsterdam", "Athens", "Bangkok", "Barcelona", "Beijing", "Berlin", "Bogota", "Boston", "Brussels", "Budapest",
-    "Cairo", "Chicago", "Copenhagen", "Delhi", "Dubai", "Dublin", "Hamburg", "Helsinki", "Istanbul", "Jakarta",
-    "Lagos", "Lima", "Lisbon", "London", "Los Angeles", "Madrid", "Manila", "Melbourne", "Mexico City", "Milan",
-    "Montreal", "Moscow", "Mumbai", "Munich", "Nairobi", "New York", "Osaka", "Oslo", "Paris", "Prague",
-    "Rome", "San Francisco", "Santiago", "Sao Paulo", "Seoul", "Shanghai", "Singapore", "Stockholm", "Sydney", "Tokyo",
-)
-NUM_KEYS = 300
 STEPS = ("read", "transform", "partition_by", "unique", "count")
-SECTIONS = ("pipeline", "steps", "partition", "from_spark_df")
-ZOO_PANDAS = "zoo_lite (backend=pandas, the default)"
-ZOO_SPARK = "zoo_lite (backend=spark, Orca's default)"
 ZOO_PANDAS_CACHED = "zoo_lite (backend=pandas), cache() after partition_by"
 ZOO_SPARK_EAGER = "zoo_lite (backend=spark), OrcaContext._eager_mode = True (Orca's default)"
-PANDAS = "pandas (C engine)"
-PANDAS_ARROW = "pandas (engine=pyarrow)"
-DASK = "dask.dataframe (threads)"
-PYSPARK_PANDAS = "pyspark.pandas"
 PIPELINE_FLOOR = "zoo_lite's read and derive, then PySpark's shuffle of the pickled frames, read once (a floor)"
 ZOO_PARTITION_FULL = "zoo_lite partition_by, all rows"
 ZOO_PARTITION = "zoo_lite partition_by, subset"
@@ -111,37 +101,8 @@ TO_ARROW = "DataFrame.toArrow()"
 
 
 # ---------------------------------------------------------------------------------------------
-# Configuration
+# Command line
 # ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """What one run measures; the defaults are the spec's."""
-
-    rows: int = 5_000_000
-    files: int = 20
-    repeat: int = 3
-    data_dir: Path = Path(__file__).resolve().parent / "_data"
-    num_partitions: int = 4
-    orca_rows: int = 500_000
-    spark_df_rows: int = 5_000_000
-    spark_df_partitions: int = 4
-    cores: int = 2
-    memory: str = "6g"
-    seed: int = 7
-    sections: tuple[str, ...] = SECTIONS
-    profile: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        for name in ("rows", "files", "repeat", "num_partitions", "orca_rows", "spark_df_rows", "spark_df_partitions", "cores"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')}={getattr(self, name)} must be a positive integer")
-        if self.rows < self.files:
-            raise ValueError(f"--rows={self.rows} must be at least --files={self.files}")
-        unknown = set(self.sections) - set(SECTIONS)
-        if unknown:
-            raise ValueError(f"--only {sorted(unknown)}: choose from {list(SECTIONS)}")
-
 
 QUICK = {"rows": 200_000, "repeat": 1, "orca_rows": 50_000, "spark_df_rows": 200_000}
 
@@ -153,8 +114,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> BenchConfig:
 
 def parse_command_line(argv: Optional[Sequence[str]] = None) -> tuple[BenchConfig, Optional["ScaleOptions"]]:
     """The run's configuration and, with ``--scale`` (or a child's ``--scale-case``), the scale curve's options."""
-    from _xshards_scale import add_scale_arguments, scale_options
-
     defaults = BenchConfig()
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rows", type=int, help=f"rows of CSV in total (default {defaults.rows:_})")
@@ -183,270 +142,24 @@ def parse_command_line(argv: Optional[Sequence[str]] = None) -> tuple[BenchConfi
 
 
 # ---------------------------------------------------------------------------------------------
-# Data: seeded CSV files, generated once per parameter set
+# The whole pipeline per system, un-cached, end to end
 # ---------------------------------------------------------------------------------------------
 
-def data_folder(config: BenchConfig) -> Path:
-    return config.data_dir / f"rows{config.rows}_files{config.files}_seed{config.seed}_v{DATA_FORMAT_VERSION}"
-
-
-def _file_table(file_index: int, first_row: int, rows: int, seed: int) -> "Any":
-    """One file's rows: an int key (300 values), a city (50 values), floats and ints."""
-    import pyarrow as pa
-
-    rng = np.random.default_rng([seed, file_index])
-    cities = pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, len(CITIES), rows).astype(np.int32)), pa.array(CITIES))
-    return pa.table({
-        "id": np.arange(first_row, first_row + rows, dtype=np.int64),
-        KEY: rng.integers(0, NUM_KEYS, rows),
-        LOCATION: cities.cast(pa.string()),
-        "qty": rng.integers(1, 100, rows),
-        "price": np.round(rng.uniform(0.5, 500.0, rows), 2),
-        "f1": rng.standard_normal(rows),
-        "f2": rng.standard_normal(rows),
-        "f3": rng.uniform(0.0, 1000.0, rows),
-        "f4": rng.exponential(3.0, rows),
-        "score": rng.integers(0, 1_000_000, rows),
-    })
-
-
-def ensure_data(config: BenchConfig) -> list[str]:
-    """The CSV files for ``config``, generated unless a complete set with the same parameters exists."""
-    import pyarrow.csv as pacsv
-
-    folder = data_folder(config)
-    marker = folder / "_params.json"  # zoo_lite, Spark and the globs below all skip "_" files
-    params = {"rows": config.rows, "files": config.files, "seed": config.seed, "version": DATA_FORMAT_VERSION}
-    names = [folder / f"part-{i:05d}.csv" for i in range(config.files)]
-    if marker.exists() and json.loads(marker.read_text()) == params and all(name.exists() for name in names):
-        return [str(name) for name in names]
-    folder.mkdir(parents=True, exist_ok=True)
-    marker.unlink(missing_ok=True)
-    bounds = np.linspace(0, config.rows, config.files + 1).astype(int)
-    for i, name in enumerate(names):
-        table = _file_table(i, int(bounds[i]), int(bounds[i + 1] - bounds[i]), config.seed)
-        pacsv.write_csv(table, str(name), pacsv.WriteOptions(quoting_style="none"))
-    marker.write_text(json.dumps(params))
-    return [str(name) for name in names]
-
-
-def warm_page_cache(files: Sequence[str]) -> int:
-    """Read every file once so that no system pays for a cold disk; returns the bytes read."""
-    total = 0
-    for name in files:
-        with open(name, "rb") as handle:
-            while chunk := handle.read(1 << 24):
-                total += len(chunk)
-    return total
-
-
-# ---------------------------------------------------------------------------------------------
-# Timing
-# ---------------------------------------------------------------------------------------------
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-class CpuWatch:
-    """Samples once a second the CPU used by this process tree and by everything else on the
-    machine, so the report says how busy the machine was with other work during the run."""
-
-    def __init__(self, interval_s: float = 1.0) -> None:
-        import threading
-
-        self.interval_s = interval_s
-        self.ours_s = self.others_s = self.steal_s = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="cpu-watch", daemon=True)
-        self._started = time.perf_counter()
-        self._wall_s = 0.0
-
-    @staticmethod
-    def _tree_cpu_s() -> float:
-        import psutil
-
-        total = 0.0
-        me = psutil.Process()
-        for process in [me, *me.children(recursive=True)]:
-            try:
-                times = process.cpu_times()
-            except psutil.Error:
-                continue
-            total += times.user + times.system + times.children_user + times.children_system
-        return total
-
-    @staticmethod
-    def _machine_cpu_s() -> tuple[float, float]:
-        import psutil
-
-        times = psutil.cpu_times()
-        busy = times.user + times.nice + times.system + times.irq + times.softirq
-        return busy, times.steal
-
-    def _sample(self) -> None:
-        ours, (busy, steal) = self._tree_cpu_s(), self._machine_cpu_s()
-        while not self._stop.wait(self.interval_s):
-            ours_now, (busy_now, steal_now) = self._tree_cpu_s(), self._machine_cpu_s()
-            mine = max(0.0, ours_now - ours)
-            self.ours_s += mine
-            self.others_s += max(0.0, (busy_now - busy) - mine)
-            self.steal_s += max(0.0, steal_now - steal)
-            ours, busy, steal = ours_now, busy_now, steal_now
-
-    def start(self) -> "CpuWatch":
-        self._started = time.perf_counter()
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._wall_s = time.perf_counter() - self._started
-
-    def summary(self) -> str:
-        cores = os.cpu_count() or 1
-        wall = max(self._wall_s, 1e-9)
-        return (f"CPU during the run: this benchmark {self.ours_s:.0f} CPU-s, other processes on the machine "
-                f"{self.others_s:.0f} CPU-s ({self.others_s / wall:.2f} of {cores} cores on average), "
-                f"hypervisor steal {self.steal_s:.0f} s, over {wall / 60:.1f} min")
-
-
-# ---------------------------------------------------------------------------------------------
-# The pipeline, once per system
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PipelineResult:
-    """What every system must agree on: distinct locations and rows after partitioning."""
-
-    locations: int
-    rows: int
-
-
-def derive(df: Any) -> Any:
-    """The transform step: two derived columns (works on pandas, dask and pyspark.pandas frames)."""
-    return df.assign(total=df["price"] * df["qty"], spread=(df["f1"] - df["f2"]) * 0.5)
-
-
-def hash_split(df: pd.DataFrame, column: str, num_partitions: int) -> list[pd.DataFrame]:
-    """pandas' equivalent of partition_by: hash the key, group rows by hash modulo N."""
-    targets = pd.util.hash_pandas_object(df[column], index=False).to_numpy() % np.uint64(num_partitions)
-    return [group for _, group in df.groupby(targets, sort=True)]
-
-
-def unique_over(frames: Sequence[pd.DataFrame], column: str) -> np.ndarray:
-    return pd.unique(np.concatenate([frame[column].unique() for frame in frames]))
-
-
-def pandas_read(files: Sequence[str], engine: Optional[str] = None) -> pd.DataFrame:
-    kwargs = {} if engine is None else {"engine": engine}
-    return pd.concat([pd.read_csv(name, **kwargs) for name in files], ignore_index=True)
-
-
-def pandas_pipeline(files: Sequence[str], num_partitions: int, engine: Optional[str] = None) -> PipelineResult:
-    groups = hash_split(derive(pandas_read(files, engine)), KEY, num_partitions)
-    return PipelineResult(len(unique_over(groups, LOCATION)), sum(len(group) for group in groups))
-
-
-def count_rows(df: pd.DataFrame) -> int:
-    return len(df)
-
-
-def dask_pipeline(files: Sequence[str], num_partitions: int) -> PipelineResult:
-    """dask.dataframe with the default threaded scheduler; both results in one ``compute`` so the
-    shuffle is shared (the strongest natural dask form)."""
-    import dask
-    import dask.dataframe as dd
-
-    shuffled = derive(dd.read_csv(list(files))).shuffle(KEY, npartitions=num_partitions)
-    rows_per_partition = shuffled.map_partitions(count_rows, meta=(None, "int64"))  # opaque: no column pruning
-    locations, rows = dask.compute(shuffled[LOCATION].unique(), rows_per_partition.sum(), scheduler="threads")
-    return PipelineResult(len(locations), int(rows))
-
-
-def pyspark_pandas_repartition(frame: Any, num_partitions: int) -> Any:
-    """Hash-partition a pyspark.pandas frame by the key (Spark's own repartition by column)."""
-    return frame.spark.apply(lambda sdf: sdf.repartition(num_partitions, KEY), index_col="__index_level_0__")
-
-
-def pyspark_pandas_pipeline(files: Sequence[str], num_partitions: int) -> PipelineResult:
-    import pyspark.pandas as ps
-
-    by_key = pyspark_pandas_repartition(derive(ps.read_csv(list(files))), num_partitions)
-    locations = by_key[LOCATION].unique().to_numpy()
-    return PipelineResult(len(locations), by_key.to_spark().count())
-
-
-def zoo_pipeline(path: "str | list[str]", backend: str, num_partitions: int, cache: bool = False,
-                 eager: bool = False) -> PipelineResult:
-    """zoo_lite as its README shows it: every step lazy, nothing cached. With ``cache``, the
-    partitioned shards are cached, so the two actions after partition_by share one shuffle read.
-    With ``eager``, Orca's eager mode: every step is computed and cached when it is made, and its
-    input's cache dropped."""
-    from zoo_lite import OrcaContext
-    from zoo_lite.data.pandas import read_csv
-
-    OrcaContext._eager_mode = eager
-    try:
-        shards = read_csv(path, backend=backend).transform_shard(derive)
-        by_key = shards.partition_by(KEY, num_partitions=num_partitions)
-    finally:
-        OrcaContext._eager_mode = False
-    if cache:
-        by_key.cache()
-    try:
-        locations = by_key[LOCATION].unique()
-        return PipelineResult(len(locations), by_key.to_spark_df().count())
-    finally:
-        if cache or eager:
-            by_key.uncache()
-
-
-def pipeline_floor(path: "str | list[str]", num_partitions: int) -> PipelineResult:
-    """The pipeline's Spark data path with the rest of its pandas work left out: zoo_lite's read and
-    derive, each frame pickled whole, cut into equal byte slices (one per target), moved by PySpark's
-    shuffle and read back once (zoo_lite reads it twice: for unique and for to_spark_df). No pipeline
-    that reads with pandas and shuffles through PySpark can be faster on this machine."""
-    import pickle
-
-    from zoo_lite.data.pandas import read_csv
-
-    def cut(frame: pd.DataFrame) -> list[tuple[int, tuple[int, bytes]]]:
-        slices = byte_slices(pickle.dumps(frame, protocol=5), num_partitions)
-        return [(target, (len(frame) if target == 0 else 0, piece)) for target, piece in enumerate(slices)]
-
-    moved = read_csv(path).transform_shard(derive).rdd.flatMap(cut).partitionBy(num_partitions, _same_target)
-    return PipelineResult(0, moved.map(lambda pair: pair[1][0]).sum())
-
-
-Measured = tuple[dict[str, float], PipelineResult]
-
-
-def whole(step: str, func: Callable[[], Any]) -> Callable[[], Measured]:
-    """A case timed as one step; ``func`` returns a PipelineResult or a row count."""
-
-    def run() -> Measured:
-        seconds, result = timed(func)
-        return {step: seconds}, result if isinstance(result, PipelineResult) else PipelineResult(0, int(result))
-
-    return run
-
-
-def pipeline_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partitions: int) -> dict[str, Callable[[], Measured]]:
+def pipeline_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partitions: int) -> dict[str, Case]:
     """The whole pipeline per system, un-cached, end to end."""
     parts = num_partitions
     return {
-        ZOO_PANDAS: whole("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts)),
-        ZOO_SPARK: whole("whole", lambda: zoo_pipeline(zoo_path, "spark", parts)),
-        ZOO_PANDAS_CACHED: whole("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts, cache=True)),
-        ZOO_SPARK_EAGER: whole("whole", lambda: zoo_pipeline(zoo_path, "spark", parts, eager=True)),
-        PANDAS: whole("whole", lambda: pandas_pipeline(files, parts)),
-        PANDAS_ARROW: whole("whole", lambda: pandas_pipeline(files, parts, engine="pyarrow")),
-        DASK: whole("whole", lambda: dask_pipeline(files, parts)),
-        PYSPARK_PANDAS: whole("whole", lambda: pyspark_pandas_pipeline(files, parts)),
-        PIPELINE_FLOOR: whole("whole", lambda: pipeline_floor(zoo_path, parts)),
+        ZOO_PANDAS: timed_case("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts)),
+        ZOO_SPARK: timed_case("whole", lambda: zoo_pipeline(zoo_path, "spark", parts)),
+        ZOO_PANDAS_CACHED: timed_case("whole", lambda: zoo_pipeline(zoo_path, "pandas", parts, cache=True)),
+        ZOO_SPARK_EAGER: timed_case("whole", lambda: zoo_pipeline(zoo_path, "spark", parts, eager=True)),
+        PANDAS: timed_case("whole", lambda: pandas_pipeline(files, parts)),
+        PANDAS_ARROW: timed_case("whole", lambda: pandas_pipeline(files, parts, engine="pyarrow")),
+        DASK: timed_case("whole", lambda: dask_pipeline(files, parts)),
+        PYSPARK_PANDAS: timed_case("whole", lambda: pyspark_pandas_pipeline(files, parts)),
+        PIPELINE_FLOOR: timed_case("whole", lambda: pipeline_floor(zoo_path, parts)),
     }
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,7 +178,7 @@ class StepFuncs:
     release: Callable[[Any], None] = lambda value: None
 
 
-def time_steps(funcs: StepFuncs) -> Measured:
+def time_steps(funcs: StepFuncs) -> tuple[dict[str, float], PipelineResult]:
     seconds: dict[str, float] = {}
     seconds["read"], frame = timed(funcs.read)
     seconds["transform"], derived = timed(lambda: funcs.transform(frame))
@@ -541,7 +254,7 @@ def pyspark_pandas_steps(files: Sequence[str], num_partitions: int) -> StepFuncs
     )
 
 
-def step_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partitions: int) -> dict[str, Callable[[], Measured]]:
+def step_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partitions: int) -> dict[str, Case]:
     parts = num_partitions
     return {
         ZOO_PANDAS: lambda: time_steps(zoo_steps(zoo_path, "pandas", parts)),
@@ -551,6 +264,7 @@ def step_cases(files: Sequence[str], zoo_path: "str | list[str]", num_partitions
         DASK: lambda: time_steps(dask_steps(files, parts)),
         PYSPARK_PANDAS: lambda: time_steps(pyspark_pandas_steps(files, parts)),
     }
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,28 +315,20 @@ def byte_shuffle(blobs: "RDD", num_partitions: int) -> int:
     def cut(blob: bytes) -> list[tuple[int, bytes]]:
         return list(enumerate(byte_slices(blob, num_partitions)))
 
-    return blobs.flatMap(cut).partitionBy(num_partitions, _same_target).map(lambda pair: len(pair[1])).sum()
+    return blobs.flatMap(cut).partitionBy(num_partitions, same_target).map(lambda pair: len(pair[1])).sum()
 
 
-def byte_slices(blob: bytes, count: int) -> list[bytes]:
-    """``blob`` cut into ``count`` contiguous slices of equal size (the last may be shorter)."""
-    step, view = -(-len(blob) // count), memoryview(blob)
-    return [bytes(view[index * step:(index + 1) * step]) for index in range(count)]
 
 
-def _same_target(target: int) -> int:
-    return target
-
-
-def partition_cases(full: "SparkXShards", subset: "SparkXShards", full_blobs: "RDD", num_partitions: int) -> dict[str, Callable[[], Measured]]:
+def partition_cases(full: "SparkXShards", subset: "SparkXShards", full_blobs: "RDD", num_partitions: int) -> dict[str, Case]:
     def zoo(shards: "SparkXShards") -> Callable[[], int]:
         return lambda: len(shards.partition_by(KEY, num_partitions=num_partitions))
 
     return {
-        ZOO_PARTITION_FULL: whole("partition_by", zoo(full)),
-        ZOO_PARTITION: whole("partition_by", zoo(subset)),
-        ORCA_PARTITION: whole("partition_by", lambda: len(orca_row_by_row_partition_by(subset, KEY, num_partitions))),
-        SHUFFLE_FLOOR: whole("partition_by", lambda: byte_shuffle(full_blobs, num_partitions)),
+        ZOO_PARTITION_FULL: timed_case("partition_by", zoo(full)),
+        ZOO_PARTITION: timed_case("partition_by", zoo(subset)),
+        ORCA_PARTITION: timed_case("partition_by", lambda: len(orca_row_by_row_partition_by(subset, KEY, num_partitions))),
+        SHUFFLE_FLOOR: timed_case("partition_by", lambda: byte_shuffle(full_blobs, num_partitions)),
     }
 
 
@@ -639,56 +345,36 @@ def doubles_frame(spark: "SparkSession", rows: int, partitions: int) -> "SparkDa
     return df
 
 
-def conversion_cases(df: "SparkDataFrame") -> dict[str, Callable[[], Measured]]:
+def conversion_cases(df: "SparkDataFrame") -> dict[str, Case]:
     from zoo_lite.data import SparkXShards
 
     return {
-        FROM_SPARK_DF: whole("convert", lambda: len(SparkXShards.from_spark_df(df))),
-        TO_ARROW: whole("convert", lambda: df.toArrow().num_rows),
+        FROM_SPARK_DF: timed_case("convert", lambda: len(SparkXShards.from_spark_df(df))),
+        TO_ARROW: timed_case("convert", lambda: df.toArrow().num_rows),
     }
 
 
+
 # ---------------------------------------------------------------------------------------------
-# Running: warm-up, then interleaved rounds
+# Running: warm-up, then interleaved rounds, every result checked
 # ---------------------------------------------------------------------------------------------
 
-Results = dict[str, dict[str, Timing]]  # case -> step -> timings
+def result_check(expected: dict[str, PipelineResult]) -> Callable[[str, Any], None]:
+    """A check of each run's result against ``expected[case]``; a case that returns a row count
+    instead of a PipelineResult is checked on its rows."""
 
+    def check(name: str, result: Any) -> None:
+        checked = result if isinstance(result, PipelineResult) else PipelineResult(0, int(result))
+        check_result(name, checked, expected[name])
 
-def run_round_robin(cases: dict[str, Callable[[], Measured]], repeat: int, expected: dict[str, PipelineResult]) -> Results:
-    """Time every case ``repeat`` times, interleaved, the case order rotating each round, so that a
-    change in the machine's speed is spread over all cases. Every result is checked against
-    ``expected[case]`` (rows always, distinct locations where the case reports them)."""
-    results: Results = {name: {} for name in cases}
-    names = list(cases)
-    for round_index in range(repeat):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            seconds, result = cases[name]()
-            check_result(name, result, expected[name])
-            for step, value in seconds.items():
-                results[name].setdefault(step, Timing()).seconds.append(value)
-            log(f"round {round_index + 1}/{repeat} {name}: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items()))
-    return results
-
-
-def warm_up(cases: dict[str, Callable[[], Measured]]) -> None:
-    """Run each case once, untimed: JVM JIT, Python worker start-up, imports."""
-    for name, case in cases.items():
-        seconds, _ = case()
-        log(f"warm-up {name}: {sum(seconds.values()):.2f} s")
-
-
-def check_result(name: str, result: PipelineResult, expected: PipelineResult) -> None:
-    if result.rows != expected.rows or (result.locations and result.locations != expected.locations):
-        raise AssertionError(f"{name} computed {result}, expected {expected}")
+    return check
 
 
 def run_pipeline_section(config: BenchConfig, files: list[str], folder: str, steps: bool) -> Results:
     build = step_cases if steps else pipeline_cases
     warm_up(build(files[:1], files[:1], config.num_partitions))
     cases = build(files, folder, config.num_partitions)
-    return run_round_robin(cases, config.repeat, dict.fromkeys(cases, PipelineResult(len(CITIES), config.rows)))
+    return run_interleaved(cases, config.repeat, check=result_check(dict.fromkeys(cases, PipelineResult(len(CITIES), config.rows))))
 
 
 def run_partition_section(config: BenchConfig, files: list[str]) -> tuple[Results, int]:
@@ -709,7 +395,7 @@ def run_partition_section(config: BenchConfig, files: list[str]) -> tuple[Result
         cases = partition_cases(full, subset, full_blobs, config.num_partitions)
         expected = {name: PipelineResult(0, config.rows if name == ZOO_PARTITION_FULL else subset_rows) for name in cases}
         expected[SHUFFLE_FLOOR] = PipelineResult(0, full_blobs.map(len).sum())
-        results = run_round_robin(cases, config.repeat, expected)
+        results = run_interleaved(cases, config.repeat, check=result_check(expected))
     finally:
         full.uncache()
         subset.uncache()
@@ -724,7 +410,7 @@ def run_conversion_section(config: BenchConfig) -> Results:
     try:
         cases = conversion_cases(df)
         warm_up(cases)
-        return run_round_robin(cases, config.repeat, dict.fromkeys(cases, PipelineResult(0, config.spark_df_rows)))
+        return run_interleaved(cases, config.repeat, check=result_check(dict.fromkeys(cases, PipelineResult(0, config.spark_df_rows))))
     finally:
         df.unpersist()
 
@@ -844,51 +530,17 @@ def targets_table(found: Sequence[Target]) -> list[str]:
     return lines
 
 
-def zoo_lite_revision() -> str:
-    """The commit the measured zoo_lite comes from, and whether its files differ from it."""
-    import subprocess
-
-    import zoo_lite
-
-    package = Path(zoo_lite.__file__).resolve().parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(package), *args], capture_output=True, text=True, check=False).stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown commit"
-    changed = git("status", "--porcelain", "--", str(package))
-    return f"{package} at commit {commit}" + (" with uncommitted changes" if changed else "")
-
-
-def machine_facts(revision_at_start: str) -> list[str]:
-    import dask
-    import pyarrow
-    import pyspark
-
-    memory_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), platform.processor())
-    return [
-        f"- machine: {os.cpu_count()} cores ({cpu}), {memory_kb / 2**20:.0f} GiB RAM, {platform.system()} {platform.release()}",
-        f"- zoo_lite: {revision_at_start}" + ("" if zoo_lite_revision() == revision_at_start else " (CHANGED during the run: re-run)"),
-        f"- Python {platform.python_version()}, pandas {pd.__version__}, pyarrow {pyarrow.__version__}, "
-        f"pyspark {pyspark.__version__}, dask {dask.__version__}, numpy {np.__version__}",
-    ]
-
-
 def render_report(config: BenchConfig, command: str, data_bytes: int, load: tuple[tuple[float, ...], tuple[float, ...]],
                   watch: CpuWatch, revision: str, sections: dict[str, Any]) -> str:
     pipeline, steps, conversion = sections.get("pipeline"), sections.get("steps"), sections.get("from_spark_df")
     partition, subset_rows = sections.get("partition", (None, 0))
     lines = [
-        f"## bench_xshards: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-        "",
-        f"Command: `{command}`",
-        "",
-        *machine_facts(revision),
+        *heading("bench_xshards", command),
+        *machine_facts(revision, LIBRARIES),
         f"- data: {config.rows:,} rows x 10 columns in {config.files} CSV files, {data_bytes / 1e6:.0f} MB; "
         f"partition_by into {config.num_partitions}; zoo_lite on `init_orca_context(cluster_mode=\"local\", cores={config.cores}, memory=\"{config.memory}\")`",
         f"- {config.repeat} timed round(s) per case after one warm-up, cases interleaved; ratios use the best time, median in brackets",
-        f"- load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load[0])}; after: {', '.join(f'{x:.1f}' for x in load[1])}",
+        load_line(load[0], load[1], periods=True),
         f"- {watch.summary()}",
         "",
     ]
@@ -904,104 +556,6 @@ def render_report(config: BenchConfig, command: str, data_bytes: int, load: tupl
     if conversion is not None:
         lines += ["### Spark DataFrame -> pandas", "", *conversion_table(conversion, config.spark_df_rows), ""]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# Profile: where zoo_lite's pipeline spends its time (run with --profile BACKEND)
-# ---------------------------------------------------------------------------------------------
-
-def spark_stage_lines(first_job: int) -> list[str]:
-    """Wall and task time of every stage run by the jobs from ``first_job`` on (needs the Spark UI)."""
-    import urllib.request
-    from datetime import datetime
-
-    from zoo_lite import OrcaContext
-
-    sc = OrcaContext.get_spark_context()
-    base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
-
-    def fetch(what: str) -> Any:
-        with urllib.request.urlopen(f"{base}/{what}") as response:
-            return json.load(response)
-
-    def stamp(text: str) -> float:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%Z").timestamp()
-
-    stages = {stage["stageId"]: stage for stage in fetch("stages")}
-    lines = ["| job | stage | tasks | wall s | task time s | shuffle write MB | shuffle read MB | stage name |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for job in sorted((job for job in fetch("jobs") if job["jobId"] >= first_job), key=lambda job: job["jobId"]):
-        for stage_id in sorted(job["stageIds"]):
-            stage = stages.get(stage_id)
-            if stage is None or stage["status"] != "COMPLETE":
-                continue
-            wall = stamp(stage["completionTime"]) - stamp(stage["submissionTime"])
-            lines.append(f"| {job['jobId']} | {stage_id} | {stage['numTasks']} | {wall:.2f} | {stage['executorRunTime'] / 1000:.2f} | "
-                         f"{stage['shuffleWriteBytes'] / 1e6:.0f} | {stage['shuffleReadBytes'] / 1e6:.0f} | {stage['name'][:60]} |")
-    return lines
-
-
-def last_job_id() -> int:
-    from zoo_lite import OrcaContext
-
-    tracker = OrcaContext.get_spark_context().statusTracker()
-    return max([*tracker.getJobIdsForGroup(None), -1])
-
-
-def folded_summary(path: Path, top: int = 25) -> list[str]:
-    """The functions with the most py-spy samples (self and inclusive) from a raw folded-stack file."""
-    import collections
-    import re
-
-    inclusive: collections.Counter = collections.Counter()
-    own: collections.Counter = collections.Counter()
-    total = 0
-    for line in path.read_text().splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        count = int(count_text)
-        total += count
-        frames = [re.sub(r":\d+\)$", ")", frame) for frame in stack.split(";") if not frame.startswith("process ")]
-        for frame in set(frames):
-            inclusive[frame] += count
-        if frames:
-            own[frames[-1]] += count
-    lines = [f"{total} samples in this process tree (all Python processes: driver, Spark's Python workers).", "",
-             "| self % | function (self time) | | inclusive % | function (inclusive) |", "|---:|---|---|---:|---|"]
-    interesting = [(frame, count) for frame, count in inclusive.most_common() if "zoo_lite" in frame or "pandas/" in frame
-                   or "pyarrow" in frame or "serializers.py" in frame or "daemon.py" in frame]
-    for (own_frame, own_count), (frame, count) in zip(own.most_common(top), interesting[:top]):
-        lines.append(f"| {100 * own_count / total:.1f} | `{own_frame}` | | {100 * count / total:.1f} | `{frame}` |")
-    return lines
-
-
-def profile_zoo(config: BenchConfig, files: list[str], folder: str, backend: str) -> str:
-    """Run zoo_lite's pipeline once (after a warm-up on one file) under py-spy, which samples this
-    process and every Spark Python worker, and list the Spark stages it ran."""
-    import signal
-    import subprocess
-    import tempfile
-
-    zoo_pipeline(files[:1], backend, config.num_partitions)
-    out = Path(tempfile.mkdtemp(prefix="bench_xshards_profile_")) / f"pyspy_{backend}.txt"
-    py_spy = Path(sys.executable).parent / "py-spy"
-    command = [str(py_spy), "record", "--subprocesses", "--rate", "50", "--format", "raw", "--output", str(out), "--pid", str(os.getpid())]
-    first_job = last_job_id() + 1
-    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1.0)  # py-spy attaches
-    try:
-        seconds, result = timed(lambda: zoo_pipeline(folder, backend, config.num_partitions))
-    finally:
-        recorder.send_signal(signal.SIGINT)
-        _, errors = recorder.communicate(timeout=120)
-    if not out.exists():
-        raise RuntimeError(f"py-spy wrote no profile: {errors.decode(errors='replace')[-2000:]}")
-    time.sleep(1.0)  # the UI's listener catches up
-    return "\n".join([
-        f"### Profile of zoo_lite (backend={backend}): {seconds:.2f} s for {result}", "",
-        f"py-spy raw folded stacks: `{out}`", "",
-        *folded_summary(out), "",
-        "Spark stages of that run:", "",
-        *spark_stage_lines(first_job), "",
-    ])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1035,13 +589,12 @@ def silence_advice() -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     config, scale = parse_command_line(argv)
-    command = " ".join([".venv/bin/python", "benchmarks/bench_xshards.py", *(sys.argv[1:] if argv is None else argv)])
+    command = command_line("bench_xshards.py", argv)
     if scale is not None:  # before importing zoo_lite or pyspark: a pandas or dask case's driver must not hold them
-        from _xshards_scale import run_scale
-
         return run_scale(config, scale, command)
     from zoo_lite import init_orca_context, stop_orca_context
 
+    ship_to_workers(_xshards_pipeline)
     silence_advice()
     log(f"data in {data_folder(config)}")
     files = ensure_data(config)

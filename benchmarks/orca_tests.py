@@ -35,7 +35,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Optional, Sequence
 
-from _timing import command_line, log
+from _harness import command_line, heading, log
 
 TEST_ROOT = "pyzoo/test/zoo"
 # the files in scope: the parts of Orca that zoo_lite takes over
@@ -114,7 +114,7 @@ def run_file(scratch: Path, relative: str, timeout_s: float) -> dict[str, object
 
 
 def table(results: Sequence[dict[str, object]], command: str) -> str:
-    lines = [f"## orca_tests: {time.strftime('%Y-%m-%d %H:%M %Z')}", "", f"Command: `{command}`", "",
+    lines = [*heading("orca_tests", command),
              "| Orca test file | passed | failed | errors | skipped | s |", "|---|---:|---:|---:|---:|---:|"]
     total: collections.Counter = collections.Counter()
     for result in results:
