@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import socket
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Optional, TypeVar, Union
 
 from zoo_lite.errors import PortRangeExhaustedError
 
@@ -26,13 +26,16 @@ T = TypeVar("T")
 PORT_TAKEN_SIGNS = ("Address already in use", "address already in use", "EADDRINUSE", "Could not start gRPC server")
 
 
-def is_port_taken(error: BaseException) -> bool:
-    """Whether ``error`` says that the port it tried to bind was taken.
+def is_port_taken(error: Union[BaseException, str]) -> bool:
+    """Whether ``error`` (or an error's text, e.g. a worker's traceback) says that the port it
+    tried to bind was taken.
 
     Examples
     --------
     >>> is_port_taken(OSError(98, "Address already in use")), is_port_taken(OSError(13, "Permission denied"))
     (True, False)
+    >>> is_port_taken("UnknownError: Could not start gRPC server")
+    True
     """
     return any(sign in str(error) for sign in PORT_TAKEN_SIGNS)
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
-from zoo_lite.learn.base.ports import PORT_TAKEN_SIGNS, free_port
+from zoo_lite.learn.base.ports import free_port, is_port_taken
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
@@ -795,7 +795,7 @@ def started_again_if_port_taken(start: Callable[[], T]) -> T:
     try:
         return start()
     except WorkerError as error:
-        if not any(sign in f"{error.message}\n{error.remote_traceback or ''}" for sign in PORT_TAKEN_SIGNS):
+        if not is_port_taken(f"{error.message}\n{error.remote_traceback or ''}"):
             raise
         _logger.warning("a worker's rendezvous port was taken in the meantime (%s); starting the workers again",
                         error.message.splitlines()[0])
