@@ -107,7 +107,6 @@ class Module:
     name: str
     path: Path
     tree: ast.Module
-    lines: int
     is_package: bool
 
 
@@ -119,7 +118,7 @@ def read_modules(root: Optional[Path] = None) -> dict[str, Module]:
         is_package = parts[-1] == "__init__"
         name = ".".join(parts[:-1] if is_package else parts)
         source = path.read_text(encoding="utf-8")
-        modules[name] = Module(name, path, ast.parse(source, str(path)), len(source.splitlines()), is_package)
+        modules[name] = Module(name, path, ast.parse(source, str(path)), is_package)
     return modules
 
 
@@ -375,11 +374,10 @@ def draw(modules: dict[str, Module], edges_by_module: dict[str, set[str]], outpu
             if (number, step.where) not in fit_modules[module]:
                 fit_modules[module].append((number, step.where))
     for frame in frames.values():
-        lines = sum(modules[m].lines for m in frame.modules)
         ax.add_patch(FancyBboxPatch((frame.x, frame.y), frame.w, frame.h, boxstyle="round,pad=0,rounding_size=0.06",
                                     facecolor="white", edgecolor="#555555", linewidth=1.0, zorder=2))
         ax.text(frame.x + PAD, frame.y + 0.15, frame.label, fontsize=9.5, weight="bold", va="center", zorder=3)
-        ax.text(frame.x + PAD, frame.y + 0.32, f"{len(frame.modules)} module{'s' if len(frame.modules) > 1 else ''}, {lines} lines",
+        ax.text(frame.x + PAD, frame.y + 0.32, f"{len(frame.modules)} module{'s' if len(frame.modules) > 1 else ''}",
                 fontsize=6.5, color="#666666", va="center", zorder=3)
         for module, (bx, by) in frame.boxes.items():
             on_path = module in fit_modules
