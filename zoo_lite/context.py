@@ -556,6 +556,7 @@ class _OrcaContextMeta(type):
     _shard_size_value: Optional[int] = None
     _serialize_data_creator = False
     _eager_mode_value = False
+    _warm_workers = True
 
     @property
     def pandas_read_backend(cls) -> str:
@@ -634,6 +635,44 @@ class _OrcaContextMeta(type):
         cls._barrier_mode = bool(value)
 
     @property
+    def warm_workers(cls) -> bool:
+        """Keep idle worker processes with the framework imported, for the next Estimator (on by default).
+
+        A new Estimator's workers then start in about a second instead of paying the framework's
+        import (TensorFlow's is about 5 s per worker): on Ray, each node keeps as many idle
+        actors per framework as that framework's last group ran there (at most 4); on the Spark
+        backend, each Python worker that ran a Keras task keeps one child process ready. They
+        hold memory while they wait (about 0.4 GiB each for PyTorch, 0.75 GiB for TensorFlow),
+        none where less than 3 GiB is available, and no CPU time that anything else wants. Set it
+        to False to turn them off: the next Estimator ends the idle ones, and
+        :func:`stop_orca_context` ends them in any case. See ``docs/cluster.md``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            On assignment of anything but a bool.
+
+        Examples
+        --------
+        >>> from zoo_lite import OrcaContext
+        >>> OrcaContext.warm_workers
+        True
+        >>> OrcaContext.warm_workers = False   # every Estimator starts its own worker processes
+        >>> OrcaContext.warm_workers = "no"
+        Traceback (most recent call last):
+        ...
+        zoo_lite.errors.InvalidArgumentError: OrcaContext.warm_workers='no' must be True or False
+        >>> OrcaContext.warm_workers = True
+        """
+        return cls._warm_workers
+
+    @warm_workers.setter
+    def warm_workers(cls, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"OrcaContext.warm_workers={value!r} must be True or False")
+        cls._warm_workers = value
+
+    @property
     def _shard_size(cls) -> Optional[int]:  # type: ignore[override]
         """Rows per shard the readers aim for; None keeps one shard per partition."""
         return cls._shard_size_value
@@ -703,8 +742,8 @@ class OrcaContext(metaclass=_OrcaContextMeta):
     """Getters for the active context, and Orca's global settings.
 
     The settings are class attributes, validated on assignment: :attr:`pandas_read_backend`,
-    :attr:`log_output`, :attr:`barrier_mode`, :attr:`serialize_data_creator` and
-    ``_shard_size``. The getters raise :class:`ContextStoppedError` when no context is active.
+    :attr:`log_output`, :attr:`barrier_mode`, :attr:`serialize_data_creator`,
+    :attr:`warm_workers` and ``_shard_size``. The getters raise :class:`ContextStoppedError` when no context is active.
 
     Examples
     --------

@@ -220,7 +220,7 @@ class GroupEstimator:
             standby, self._standby = self._standby, None
             self._group = start_worker_group(factory, self.workers.per_node, self.start_timeout_s, self.workers.total,
                                              standby=standby, keep_standby=self.spec.worker_config.standby_workers,
-                                             free_cpus=self._release_idle_groups,
+                                             free_cpus=self._release_idle_groups, use_warm_pool=True,
                                              heartbeat_timeout_s=self.spec.worker_config.heartbeat_timeout_s)
         if not self._workers_have_driver_state:
             blob = self._driver_state_bytes()

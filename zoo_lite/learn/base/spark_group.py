@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Se
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError
 from zoo_lite.learn.base.ports import free_port
+from zoo_lite.learn.base.spark_children import Gather, run_in_child
+from zoo_lite.learn.base.warm_up import runner_path
 from zoo_lite.learn.base.worker_group import WorkerInfo, runner_call_name
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
@@ -218,6 +220,8 @@ class _TaskSpec:
     cores_per_executor: int
     rows: Mapping[str, tuple[list[int], list[list[tuple[int, int, int]]], Any]] = field(default_factory=dict)
     fresh_process: bool = False
+    #: the runner class a fresh process's successor imports ahead of the next task (warm workers on), or None
+    warm_runner: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,7 @@ def _place_of(context: Any, cores_per_executor: int) -> _Place:
 
 
 def _start_runner(spec: _TaskSpec, link: _DriverLink, place: _Place, held: dict[str, list[Any]],
-                  gather: Callable[[str], list[str]]) -> Any:
+                  gather: Gather) -> Any:
     """Build this task's runner, connect it to its peers (their addresses exchanged by ``gather``)
     and load its rows."""
     runner = spec.runner_factory(TaskWorkerInfo(place.rank, spec.world_size, place.num_threads, None, link))
@@ -331,7 +335,7 @@ def _start_runner(spec: _TaskSpec, link: _DriverLink, place: _Place, held: dict[
     return runner
 
 
-def _serve(spec: _TaskSpec, place: _Place, held: dict[str, list[Any]], gather: Callable[[str], list[str]]) -> None:
+def _serve(spec: _TaskSpec, place: _Place, held: dict[str, list[Any]], gather: Gather) -> None:
     """One worker: start the runner, then run the driver's calls until it says to end (or is gone)."""
     link = _connect_to_driver(spec, place.rank)
     runner = None
@@ -369,59 +373,15 @@ def _run_task(spec_bytes: bytes, slices: Iterator[Any]) -> list[Any]:
     place = _place_of(context, spec.cores_per_executor)
     held = _held_shards(slices, spec, place.rank)
     if spec.fresh_process:
-        _serve_in_child(spec_bytes, place, held, context.allGather)
+        run_in_child(functools.partial(_serve_spec_bytes, spec_bytes, place, held), context.allGather, spec.warm_runner)
     else:
         _serve(spec, place, held, context.allGather)
     return []
 
 
-def _serve_in_child(spec_bytes: bytes, place: _Place, held: dict[str, list[Any]],
-                    gather: Callable[[str], list[str]]) -> None:
-    """:func:`_serve` in a child process that dies with this one, its ``allGather`` relayed."""
-    import pickle
-    import subprocess
-    import sys
-
-    mine, theirs = socket.socketpair()
-    command = [sys.executable, "-c", "import sys; from zoo_lite.learn.base.spark_group import serve_child; "
-                                     "serve_child(int(sys.argv[1]))", str(theirs.fileno())]
-    child = subprocess.Popen(command, pass_fds=[theirs.fileno()], preexec_fn=_die_with_parent)
-    theirs.close()
-    channel = Connection(mine.detach())
-    try:
-        channel.send_bytes(pickle.dumps((sys.path, spec_bytes, place, held)))
-        while child.poll() is None:
-            if channel.poll(_POLL_INTERVAL_S):
-                channel.send_bytes(json.dumps(gather(channel.recv_bytes().decode())).encode())
-    except (EOFError, OSError):
-        pass   # the child ended; the driver hears of it on its own link
-    finally:
-        channel.close()
-        child.wait()
-
-
-def _die_with_parent() -> None:
-    """In the child, before it runs: SIGKILL it when its parent (the Python worker) dies, as
-    Spark kills the workers of a cancelled task."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-
-
-def serve_child(fd: int) -> None:
-    """The child process of :func:`_serve_in_child`: the worker, with its parent's ``sys.path``."""
-    import pickle
-    import sys
-
-    channel = Connection(fd)
-    path, spec_bytes, place, held = pickle.loads(channel.recv_bytes())
-    sys.path[:] = path
+def _serve_spec_bytes(spec_bytes: bytes, place: _Place, held: dict[str, list[Any]], gather: Gather) -> None:
+    """:func:`_serve` in a child process, its spec unpickled there (with the parent's ``sys.path``)."""
     from pyspark import cloudpickle
-
-    def gather(text: str) -> list[str]:
-        channel.send_bytes(text.encode())
-        return json.loads(channel.recv_bytes())
 
     _serve(cloudpickle.loads(spec_bytes), place, held, gather)
 
@@ -531,7 +491,8 @@ class SparkTaskGroup:
         self._server = socket.create_server((_driver_host(sc), 0), backlog=num_workers)
         spec = _TaskSpec(self._server.getsockname()[:2], secret, runner_factory, num_workers,
                          cores_per_executor(spark, executor_count(spark)),
-                         {feed.key: (feed.partition_rows, feed.assignment, feed.template) for feed in feeds}, fresh_process)
+                         {feed.key: (feed.partition_rows, feed.assignment, feed.template) for feed in feeds}, fresh_process,
+                         runner_path(runner_factory) if fresh_process and OrcaContext.warm_workers else None)
         with user_code_by_value():
             spec_bytes = cloudpickle.dumps(spec)
         stage = _stage_input(sc, feeds, num_workers).barrier().mapPartitions(functools.partial(_run_task, spec_bytes))

@@ -45,7 +45,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
-from zoo_lite.learn.base.ports import free_port, is_port_taken
+from zoo_lite.learn.base.ports import is_port_taken
+from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, pick_by_node, reserved_cpus_on, warm_pool_of
+from zoo_lite.learn.base.warm_up import runner_path
+from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
@@ -154,44 +157,6 @@ class WorkerInfo:
         threading.Thread(target=beat_forever, name=f"zoo_lite-heartbeat-{rank}", daemon=True).start()
 
 
-class _WorkerActor:
-    """Hosts one runner; every call is forwarded to it (runs inside a Ray actor).
-
-    One call at a time, on the actor's main thread: OpenMP work started from another thread runs
-    about 20 % slower (measured with torch on 2 cores), so the actor is not threaded.
-    """
-
-    def __init__(self, runner_factory: Callable[[WorkerInfo], Any], info: Optional[WorkerInfo]) -> None:
-        self.runner_factory = runner_factory
-        self.runner = None
-        if info is None:   # a standby: unpickling the factory imported the framework; now the rest
-            _warm_up(runner_factory)
-        else:
-            self.take_place(info)
-
-    def take_place(self, info: WorkerInfo) -> None:
-        """Become the worker of ``info`` (a standby does so when a group takes it over)."""
-        self.runner = self.runner_factory(info)
-        info.start_heartbeat()
-
-    def address(self) -> tuple[str, int]:
-        """This worker's host address and its rendezvous port, as its runner's ``listen`` gives
-        it (see :mod:`zoo_lite.learn.base.ports`); a runner without one gets a free port."""
-        import ray
-
-        host = ray.util.get_node_ip_address()
-        listen = getattr(self.runner, "listen", None)
-        return host, (listen(host) if listen is not None else free_port(host))
-
-    def call(self, call: Callable[[Any], T]) -> T:
-        return call(self.runner)
-
-    def close(self) -> None:
-        """Let the runner release what it holds (a process group, files)."""
-        if self.runner is not None:
-            self.runner.close()
-
-
 def _sigkill_ray_worker(pid: int) -> bool:
     """SIGKILL the Ray worker process ``pid`` of this host (runs as a task there); False where
     ``pid`` is gone or is no Ray worker any more."""
@@ -217,15 +182,6 @@ def _end_silent_processes(processes: list[tuple[str, int]]) -> None:
     ends = [kill.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(pid)
             for node_id, pid in processes]
     ray.wait(ends, num_returns=len(ends), timeout=_SHUTDOWN_TIMEOUT_S)
-
-
-def _warm_up(runner_factory: Callable[[WorkerInfo], Any]) -> None:
-    """What a standby does ahead of its use: the runner class's ``warm_up()``, if it has one (the
-    imports that building a runner makes on first use)."""
-    target = runner_factory.func if isinstance(runner_factory, functools.partial) else runner_factory
-    warm_up = getattr(target, "warm_up", None)
-    if callable(warm_up):
-        warm_up()
 
 
 @dataclass(frozen=True)
@@ -281,22 +237,27 @@ def _nodes_short_of_cpus(nodes: list[_CpuNode]) -> list[tuple[_CpuNode, float]]:
 
 
 def _cpu_holders(node_ids: set[str]) -> str:
-    """Who holds CPUs on ``node_ids``, as far as Ray's actor table tells: zoo_lite's own training
-    workers of a group that did not end yet (a lost group's, still being ended), or others."""
+    """Who holds CPUs on ``node_ids``, as far as Ray's actor and placement group tables tell:
+    zoo_lite's own training workers of a group that did not end yet (a lost group's, still being
+    ended), or others."""
     from ray._private.state import actors
 
     from zoo_lite.data.ray_xshards import PartitionOwner
 
-    cpu_free_helpers = {_ProgressBoard.__name__, PartitionOwner.__name__}   # zoo_lite's actors of 0 CPUs
+    # zoo_lite's actors of 0 CPUs (a pooled worker's CPUs, once taken, are its group's reservation)
+    cpu_free_helpers = {_ProgressBoard.__name__, PartitionOwner.__name__, PooledWorkerActor.__name__}
     holders = [actor for actor in actors(actor_state_name="ALIVE").values()
                if (actor.get("Address") or {}).get("NodeID") in node_ids and actor.get("ActorClassName") not in cpu_free_helpers]
-    own = [actor for actor in holders if actor.get("ActorClassName") == _WorkerActor.__name__]
+    own = sum(1 for actor in holders if actor.get("ActorClassName") == WorkerActor.__name__)
+    reserved = reserved_cpus_on(node_ids)
     outside = "Ray actors or tasks outside zoo_lite's Estimators (your own ray.remote code, or another driver)"
-    if not own:
+    if not own and not reserved:
         return outside
-    return (f"{len(own)} training worker(s) of an earlier zoo_lite worker group that did not end yet (a lost group's "
-            "workers, still being ended by Ray, or another Estimator's group in use by another thread)"
-            + (f", and {outside}" if len(own) < len(holders) else ""))
+    workers = f"{own} training worker(s)" if own else ""
+    reservations = f"{reserved:g} CPUs reserved for warm workers" if reserved else ""
+    return (f"{' and '.join(part for part in (workers, reservations) if part)} of an earlier zoo_lite worker group that "
+            "did not end yet (a lost group's workers, still being ended by Ray, or another Estimator's group in use by "
+            "another thread)" + (f", and {outside}" if own < len(holders) else ""))
 
 
 #: a rank's node, and how many workers share that node's CPUs
@@ -333,7 +294,7 @@ def _start_actors(places: list[_Place], runner_factory: Callable[[WorkerInfo], A
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    actor_class = ray.remote(_WorkerActor)
+    actor_class = ray.remote(WorkerActor)
     with user_code_by_value():   # the runner factory carries the user's model and creators
         return [actor_class.options(num_cpus=node.cpus / count if holds_cpus else 0, namespace=_NAMESPACE,
                                     scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
@@ -387,11 +348,8 @@ class Standby:
         wanted, have = Counter(rank_nodes), Counter(self.node_ids)
         if ray_address != self.ray_address or any(have[node] != count for node, count in wanted.items()):
             return None
-        left = list(zip(self.node_ids, self.actors))
-        taken = []
-        for node in rank_nodes:
-            index = next(i for i, (actor_node, _) in enumerate(left) if actor_node == node)
-            taken.append(left.pop(index)[1])
+        picked, left = pick_by_node(list(zip(self.node_ids, self.actors)), rank_nodes)
+        taken = [actor for actor in picked if actor is not None]
         dead = actor_table(actor_state_name="DEAD")
         if any(actor._actor_id.hex() in dead for actor in taken):
             return None
@@ -430,6 +388,10 @@ class WorkerGroup:
         A worker that sends no heartbeat for this long is treated as lost (``WorkerError`` with
         ``lost=True``), as if its process had died; one whose host missed a node heartbeat too is
         left to the node's ``heartbeat_timeout_s`` of ``init_orca_context``.
+    use_warm_pool : bool, default False
+        Take the workers from the warm pool where it has them (``runner_factory`` must build a
+        module-level runner class), and refill it once the group is connected (see
+        :mod:`zoo_lite.learn.base.warm_pool`; off while ``OrcaContext.warm_workers`` is False).
 
     Examples
     --------
@@ -449,7 +411,7 @@ class WorkerGroup:
     def __init__(self, runner_factory: Callable[[WorkerInfo], Any], workers_per_node: int = 1,
                  start_timeout_s: float = 180.0, num_workers: Optional[int] = None, *, standby: Optional["Standby"] = None,
                  keep_standby: bool = False, free_cpus: Callable[[], None] = lambda: None,
-                 heartbeat_timeout_s: float = 30.0) -> None:
+                 heartbeat_timeout_s: float = 30.0, use_warm_pool: bool = False) -> None:
         workers_per_node = check_positive_int(workers_per_node, "workers_per_node")
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._next_silence_check = 0.0
@@ -482,6 +444,11 @@ class WorkerGroup:
         self.actors: list[Any] = taken or []
         #: whether the group took over a standby's processes rather than starting new ones
         self.from_standby = taken is not None
+        #: the CPUs of the workers taken from the warm pool, held in Ray for the group's life
+        self._reservation: Optional[CpuReservation] = None
+        #: how many of the group's workers came from the warm pool
+        self.from_pool = 0
+        pool = warm_pool_of(self.ray_address) if use_warm_pool and taken is None else None
         try:
             if taken is not None:
                 self.holds_cpus = standby.holds_cpus
@@ -489,7 +456,7 @@ class WorkerGroup:
             else:
                 free_cpus()
                 self.holds_cpus = True
-                self.actors = _start_actors(places, runner_factory, infos, holds_cpus=True)
+                self._start_or_take(pool, infos, start_timeout_s)
                 self.start_standby()   # beside the workers, so ready about when they are
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
@@ -498,6 +465,26 @@ class WorkerGroup:
             self.kill()
             self.end_standby()
             raise
+        if pool is not None:
+            pool.fill(runner_path(runner_factory), self._node_ids)   # for the next group, in the background
+
+    def _start_or_take(self, pool: Optional[WarmPool], infos: list[WorkerInfo], timeout_s: float) -> None:
+        """The group's actors: for each rank, one taken from the warm ``pool`` where it has one on
+        the rank's node (their CPUs reserved), else a new one."""
+        pooled = pool.take(runner_path(self._runner_factory), self._node_ids) if pool is not None else [None] * len(infos)
+        self.actors = [actor for actor in pooled if actor is not None]   # ended with the group should the rest fail
+        self.from_pool = len(self.actors)
+        if self.actors:
+            self._reservation = CpuReservation([(node.node_id, node.cpus / count) for (node, count), actor
+                                                in zip(self._places, pooled) if actor is not None], timeout_s)
+        cold = [rank for rank, actor in enumerate(pooled) if actor is None]
+        started = iter(_start_actors([self._places[rank] for rank in cold], self._runner_factory,
+                                     [infos[rank] for rank in cold], holds_cpus=True))
+        self.actors = [actor if actor is not None else next(started) for actor in pooled]
+        with user_code_by_value():   # the runner factory carries the user's model and creators
+            taking = [actor.take_place.remote(info, self._runner_factory)
+                      for actor, info, was_pooled in zip(self.actors, infos, pooled) if was_pooled is not None]
+        self._wait(taking, "start", timeout_s)
 
     @property
     def num_workers(self) -> int:
@@ -674,6 +661,9 @@ class WorkerGroup:
         board, self.progress_board = self.progress_board, None
         # the survivors of a lost node hold CPUs in the cluster, which lives on
         _end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
+        reservation, self._reservation = self._reservation, None
+        if reservation is not None:
+            reservation.release()
 
     def start_standby(self) -> None:
         """Start a standby beside the group, if it keeps one and has none (it holds the CPUs the

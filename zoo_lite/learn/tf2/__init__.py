@@ -5,11 +5,17 @@ Importing it imports TensorFlow, without TensorFlow's C++ start-up lines (see
 Ray worker that unpickles zoo_lite's Keras code, before anything else imports TensorFlow there.
 """
 
+from typing import TYPE_CHECKING
+
+from zoo_lite.lazy_exports import lazy_exports
 from zoo_lite.learn.tf2.tensorflow_import import import_tensorflow
 
 import_tensorflow()
 
-from zoo_lite.learn.base.framework import WorkerConfig  # noqa: E402 - after the quiet import
-from zoo_lite.learn.tf2.estimator import Estimator, KerasEstimator  # noqa: E402
+if TYPE_CHECKING:   # imported on first use (see zoo_lite.lazy_exports)
+    from zoo_lite.learn.base.framework import WorkerConfig
+    from zoo_lite.learn.tf2.estimator import Estimator, KerasEstimator
 
 __all__ = ["Estimator", "KerasEstimator", "WorkerConfig"]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

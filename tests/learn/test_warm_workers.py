@@ -1,0 +1,171 @@
+"""Warm workers on Ray (zoo_lite.learn.base.warm_pool): a new Estimator's workers come from the pool,
+already imported, train to the weights of cold workers, are never used twice, and the pool is
+refilled; their CPUs are held in Ray while they work; the pool can be turned off and stays empty
+where memory is tight. Real Spark (local-cluster, two executors) and real Ray."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+import pytest
+import ray
+import torch
+
+from zoo_lite import OrcaContext
+from zoo_lite.data import XShards
+from zoo_lite.errors import WorkerTimeoutError
+from zoo_lite.learn.base.warm_pool import WarmPool, warm_pool_of
+from zoo_lite.learn.base.warm_up import runner_path
+from zoo_lite.learn.base.worker_group import wait_for_free_cpus
+from zoo_lite.learn.pytorch import Estimator as TorchEstimators
+from zoo_lite.learn.pytorch.runner import TorchRunner
+from zoo_lite.learn.tf2 import Estimator as KerasEstimators, KerasEstimator
+from zoo_lite.learn.tf2.runner import KerasRunner
+from tests.learn import keras_models, models
+
+TORCH_PATH, KERAS_PATH = runner_path(TorchRunner), runner_path(KerasRunner)
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_local_cluster):
+    return ray_local_cluster
+
+
+def _pool() -> WarmPool:
+    """The active cluster's pool (a new one after the pool was turned off and on again)."""
+    return warm_pool_of(OrcaContext.get_ray_context().address)
+
+
+@pytest.fixture
+def warm_workers_restored():
+    yield
+    OrcaContext.warm_workers = True
+
+
+def _rows() -> XShards:
+    x, y = models.regression_dataset(64).tensors
+    return XShards.partition({"x": x.numpy(), "y": y.numpy()}, num_shards=2)
+
+
+def _linear(config: dict) -> torch.nn.Module:
+    return torch.nn.Linear(2, 1)
+
+
+def _torch_estimator():
+    return TorchEstimators.from_torch(model=_linear, optimizer=models.sgd_creator, loss=torch.nn.MSELoss(), seed=3)
+
+
+def _keras_estimator():
+    return KerasEstimators.from_keras(model_creator=keras_models.linear_model, seed=3)
+
+
+def _fit(est) -> None:
+    quiet = {"verbose": 0} if isinstance(est, KerasEstimator) else {}
+    est.fit(_rows(), epochs=2, batch_size=16, **quiet)
+
+
+def _pooled_pids(path: str) -> set[int]:
+    """The pids of the pool's idle actors of ``path`` (Ray's actor table)."""
+    from ray._private.state import actors
+
+    idle = {entry.actor._actor_id.hex() for entry in _pool()._idle.get(path, [])}
+    return {int(entry["Pid"]) for entry in actors(actor_state_name="ALIVE").values() if entry["ActorID"] in idle}
+
+
+def _weights(est) -> list[np.ndarray]:
+    model = est.get_model()
+    if isinstance(model, torch.nn.Module):
+        return [value.detach().numpy().copy() for value in model.state_dict().values()]
+    return [value.copy() for value in model.get_weights()]
+
+
+@pytest.mark.parametrize("path, make", [(TORCH_PATH, _torch_estimator), (KERAS_PATH, _keras_estimator)], ids=["torch", "keras"])
+def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_never_used_twice(
+        cluster, path, make, warm_workers_restored) -> None:
+    OrcaContext.warm_workers = False
+    cold = make()
+    _fit(cold)
+    assert cold._group.from_pool == 0
+    expected = _weights(cold)
+    cold.shutdown()
+
+    OrcaContext.warm_workers = True
+    first = make()
+    _fit(first)   # fills the pool once its workers are connected: one idle worker per node
+    assert _pool().idle_count(path) == 2
+    assert _pool().wait_until_warm(path, timeout_s=120)
+    idle = _pooled_pids(path)
+    first_pids = set(first._group.call(lambda runner: os.getpid()))
+
+    second = make()
+    _fit(second)
+    assert second._group.from_pool == 2
+    second_pids = set(second._group.call(lambda runner: os.getpid()))
+    assert second_pids == idle, "the new group should run in the pool's processes"
+    assert not second_pids & first_pids
+    for got, want in zip(_weights(second), expected):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    assert first._group is None   # it gave its CPUs back to the new group; its processes ended
+    refilled = _pooled_pids(path)
+    assert len(refilled) == 2 and not refilled & (first_pids | second_pids), "the pool holds only processes never used"
+    second.shutdown()
+    first.shutdown()
+
+
+def test_the_cpus_of_pooled_workers_are_held_in_ray_while_they_work(cluster) -> None:
+    est = _torch_estimator()
+    _fit(est)
+    if est._group.from_pool == 0:   # the module's earlier tests leave the pool filled; this one needs it
+        est.shutdown()
+        est = _torch_estimator()
+        _fit(est)
+    assert est._group.from_pool == 2
+    assert ray.available_resources().get("CPU", 0.0) == 0.0
+    with pytest.raises(WorkerTimeoutError, match=r"held by 2 CPUs reserved for warm workers of an earlier zoo_lite worker group"):
+        wait_for_free_cpus(timeout_s=1)
+    est.shutdown()
+    wait_for_free_cpus(timeout_s=10)   # the reservation went with the group
+
+
+def test_turned_off_the_next_group_starts_its_own_workers_and_the_idle_ones_end(cluster, warm_workers_restored) -> None:
+    est = _torch_estimator()
+    _fit(est)
+    est.shutdown()
+    assert _pool().idle_count(TORCH_PATH) == 2
+    idle = _pooled_pids(TORCH_PATH)
+
+    OrcaContext.warm_workers = False
+    est = _torch_estimator()
+    _fit(est)
+    assert est._group.from_pool == 0
+    assert not set(est._group.call(lambda runner: os.getpid())) & idle
+    est.shutdown()
+    assert _gone(idle), "the idle workers should end once the pool is turned off"
+
+
+def _gone(pids: set[int], timeout_s: float = 30.0) -> bool:
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while any(psutil.pid_exists(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(psutil.pid_exists(pid) for pid in pids)
+
+
+def test_where_memory_is_tight_the_pool_stays_empty_and_says_why(cluster, caplog) -> None:
+    tight = WarmPool(cluster.address, min_available_mb=1e12)
+    nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"] and node["Resources"].get("CPU")]
+    with caplog.at_level(logging.INFO, logger="zoo_lite.learn"):
+        tight.fill(TORCH_PATH, nodes)
+        deadline = time.monotonic() + 60
+        while tight.idle_count(TORCH_PATH) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert tight.idle_count(TORCH_PATH) == 0
+    assert any("no warm workers on Ray node" in line and "less than the 1000000000000 MiB a warm worker needs" in line
+               for line in caplog.messages), caplog.messages
+    tight.fill(TORCH_PATH, nodes)   # those nodes get none for a while
+    assert tight.idle_count(TORCH_PATH) == 0
+    tight.end()

@@ -1,0 +1,324 @@
+"""Warm workers on Ray: idle actors on each node with a framework imported, for the next group.
+
+Most of a new Estimator's start is its workers' imports (TensorFlow about 4.5 s per process,
+PyTorch about 2 s, on 2 cores). So, per Ray cluster, framework (runner class) and node, zoo_lite
+keeps as many idle :class:`~zoo_lite.learn.base.worker_actor.PooledWorkerActor` as that
+framework's last group ran on the node (at most :data:`MAX_WARM_PER_NODE`). A new group takes them
+instead of starting actors (:meth:`WarmPool.take`), and the pool is refilled as soon as the group
+is connected (:meth:`WarmPool.fill`), in the background: the new processes import at idle priority
+(:mod:`zoo_lite.learn.base.warm_up`).
+
+- A used process never goes back to the pool: TensorFlow sets its collectives up once per
+  process, and a used torch process keeps the user's global state (seeds, threads, modules).
+- Where a node has too little memory (:data:`~zoo_lite.learn.base.warm_up.MIN_AVAILABLE_MB`),
+  its pooled actors decline and are ended; the node gets none for :data:`TIGHT_RETRY_S`.
+- Pooled actors hold no CPUs in Ray. A group that takes them reserves their share of the node's
+  CPUs in a placement group (:class:`CpuReservation`), so Ray's books show the CPUs in use as
+  they do for a group that started its own actors.
+- They are actors of the driver's job, so they end with Ray (``stop_orca_context()``).
+  ``OrcaContext.warm_workers = False`` turns the pool off: the next group starts its own actors
+  and ends the idle ones.
+
+Why not Ray's own mechanisms (measured with Ray 2.60, see ``docs/cluster.md``): a
+``worker_process_setup_hook`` is set per job, when the driver connects, so every worker process
+of the job would import TensorFlow (the data hand-off's owner actors, the progress boards, the
+kill tasks), and it is too early to know the framework; Ray's prestarted and idle workers hold
+processes with only Ray imported, which an actor takes for its life, and Ray ends idle workers
+beyond the node's CPUs after a second. Ray does start and end every pooled process itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, TypeVar
+
+from zoo_lite.errors import WorkerTimeoutError
+from zoo_lite.learn.base.worker_actor import PooledWorkerActor
+
+__all__ = ["MAX_WARM_PER_NODE", "TIGHT_RETRY_S", "RESERVATION_NAME", "WarmPool", "CpuReservation", "warm_pool_of",
+           "pick_by_node", "reserved_cpus_on"]
+
+T = TypeVar("T")
+_logger = logging.getLogger("zoo_lite.learn")
+
+_NAMESPACE = "zoo_lite"
+#: the most idle actors kept per framework and node (each holds its framework's memory)
+MAX_WARM_PER_NODE = 4
+#: a node whose pooled actors declined for lack of memory gets no new ones for this long
+TIGHT_RETRY_S = 60.0
+#: the name of the placement groups that hold the CPUs of pooled workers in use
+RESERVATION_NAME = "zoo_lite-worker-cpus"
+
+
+def pick_by_node(available: Sequence[tuple[str, T]], rank_nodes: Sequence[str]) -> tuple[list[Optional[T]], list[tuple[str, T]]]:
+    """For each rank, one of ``available`` (``(node, item)`` pairs) on the rank's node, first come
+    first served, or None where its node has none left; and what is left.
+
+    Examples
+    --------
+    >>> pick_by_node([("a", 1), ("b", 2), ("a", 3)], ["a", "a", "a", "b"])
+    ([1, 3, None, 2], [])
+    >>> pick_by_node([("a", 1), ("b", 2)], ["b"])
+    ([2], [('a', 1)])
+    """
+    left = list(available)
+    picked: list[Optional[T]] = []
+    for node in rank_nodes:
+        index = next((i for i, (item_node, _) in enumerate(left) if item_node == node), None)
+        picked.append(None if index is None else left.pop(index)[1])
+    return picked, left
+
+
+@dataclass
+class _Pooled:
+    """An idle actor of the pool, on ``node_id``; ``declined`` will hold why it did not warm up, or None."""
+
+    actor: Any
+    node_id: str
+    declined: Any
+
+
+def _actor_alive(actor: Any) -> bool:
+    from ray._private.state import actors
+
+    try:
+        return actors(actor_id=actor._actor_id.hex()).get("State") != "DEAD"
+    except Exception:  # noqa: BLE001 - an actor Ray no longer knows is gone
+        return False
+
+
+class WarmPool:
+    """The idle actors of one Ray cluster, per framework (runner class path) and node (see the
+    module docstring).
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.context import ray_context_started_on_demand
+    >>> _ = init_orca_context(cores=2)
+    >>> import ray
+    >>> pool = WarmPool(ray_context_started_on_demand().address)
+    >>> node = ray.get_runtime_context().get_node_id()   # local mode: the one node
+    >>> pool.fill("zoo_lite.learn.base.framework:WorkerConfig", [node])
+    >>> pool.idle_count("zoo_lite.learn.base.framework:WorkerConfig")
+    1
+    >>> [actor is not None for actor in pool.take("zoo_lite.learn.base.framework:WorkerConfig", [node, node])]
+    [True, False]
+    >>> pool.end()
+    """
+
+    def __init__(self, ray_address: str, min_available_mb: Optional[float] = None) -> None:
+        self.ray_address = ray_address
+        self._min_available_mb = min_available_mb
+        self._idle: dict[str, list[_Pooled]] = {}
+        self._tight_until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def idle_count(self, path: str) -> int:
+        """The idle actors of ``path`` the pool holds (ready or still importing)."""
+        with self._lock:
+            return len(self._usable(path))
+
+    def wait_until_warm(self, path: str, timeout_s: float) -> bool:
+        """Wait until every idle actor of ``path`` finished its imports (for benchmarks and tests:
+        a group takes them at any stage); False if some had not after ``timeout_s``."""
+        import ray
+
+        with self._lock:
+            actors = [entry.actor for entry in self._usable(path)]
+        deadline = time.monotonic() + timeout_s
+        while actors:
+            checks = [actor.warm.remote() for actor in actors]
+            done, _ = ray.wait(checks, num_returns=len(checks), timeout=max(0.0, deadline - time.monotonic()))
+            if len(done) == len(checks) and all(ray.get(done)):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+    def take(self, path: str, rank_nodes: Sequence[str]) -> list[Optional[Any]]:
+        """For each rank, an idle actor of ``path`` on its node ``rank_nodes[rank]`` (ready, or
+        still importing: :meth:`PooledWorkerActor.take_place` waits for it), or None where the
+        pool has none left there. Taken actors leave the pool."""
+        with self._lock:
+            pooled = self._usable(path)
+            picked, left = pick_by_node([(entry.node_id, entry) for entry in pooled], rank_nodes)
+            self._idle[path] = [entry for _, entry in left]
+        return [entry.actor if entry is not None else None for entry in picked]
+
+    def fill(self, path: str, rank_nodes: Sequence[str]) -> None:
+        """Start idle actors of ``path`` so that each node of ``rank_nodes`` has as many as it
+        appears there (at most :data:`MAX_WARM_PER_NODE`), without waiting for them; a node
+        with more has the extra ones ended."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        wanted = {node: min(count, MAX_WARM_PER_NODE) for node, count in Counter(rank_nodes).items()}
+        with self._lock:
+            kept, extra = [], []
+            for entry in self._usable(path):
+                have = sum(1 for other in kept if other.node_id == entry.node_id)
+                (kept if have < wanted.get(entry.node_id, MAX_WARM_PER_NODE) else extra).append(entry)
+            actor_class = ray.remote(PooledWorkerActor)
+            now = time.monotonic()
+            for node, count in wanted.items():
+                if now < self._tight_until.get(node, 0.0):
+                    continue
+                for _ in range(count - sum(1 for entry in kept if entry.node_id == node)):
+                    actor = actor_class.options(num_cpus=0, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                        node, soft=False)).remote(path, self._min_available_mb)
+                    kept.append(_Pooled(actor, node, actor.declined.remote()))
+            self._idle[path] = kept
+        _kill([entry.actor for entry in extra])
+
+    def _usable(self, path: str) -> list[_Pooled]:
+        """The idle actors of ``path`` that are alive and did not decline; the others are ended
+        and dropped (a declined one's node is left without for :data:`TIGHT_RETRY_S`). Call with
+        the lock held."""
+        import ray
+
+        pooled = self._idle.get(path, [])
+        if not pooled:
+            return []
+        answered, _ = ray.wait([entry.declined for entry in pooled], num_returns=len(pooled), timeout=0)
+        answered_ids = {ref.hex() for ref in answered}
+        usable, ended = [], []
+        for entry in pooled:
+            reason = _answer(entry.declined) if entry.declined.hex() in answered_ids else None
+            if reason is not None:
+                _logger.info("no warm workers on Ray node %s for %.0f s: %s", entry.node_id[:12], TIGHT_RETRY_S, reason)
+                self._tight_until[entry.node_id] = time.monotonic() + TIGHT_RETRY_S
+                ended.append(entry.actor)
+            elif _actor_alive(entry.actor):
+                usable.append(entry)
+        _kill(ended)
+        self._idle[path] = usable
+        return usable
+
+    def end(self) -> None:
+        """End every idle actor of the pool (idempotent)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        _kill([entry.actor for entries in idle.values() for entry in entries])
+
+
+def _answer(declined: Any) -> Optional[str]:
+    """What a pooled actor answered to ``declined()``; a dead actor's answer is its death."""
+    import ray
+
+    try:
+        return ray.get(declined, timeout=1)
+    except Exception as error:  # noqa: BLE001 - a dead actor is dropped by the liveness check
+        return None if isinstance(error, ray.exceptions.RayActorError) else f"{type(error).__name__}: {error}"
+
+
+def _kill(actors: Sequence[Any]) -> None:
+    import ray
+
+    if ray.is_initialized():
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+
+
+_pools: dict[str, WarmPool] = {}
+_pools_lock = threading.Lock()
+
+
+def warm_pool_of(ray_address: str) -> Optional[WarmPool]:
+    """The warm pool of the Ray cluster at ``ray_address``, or None while
+    ``OrcaContext.warm_workers`` is off (the pools' idle actors are then ended). A pool of an
+    earlier cluster is forgotten: its actors ended with it."""
+    from zoo_lite.context import OrcaContext
+
+    with _pools_lock:
+        if not OrcaContext.warm_workers:
+            for pool in list(_pools.values()):
+                pool.end()
+            _pools.clear()
+            return None
+        for address in [address for address in _pools if address != ray_address]:
+            del _pools[address]
+        pool = _pools.get(ray_address)
+        if pool is None:
+            pool = _pools[ray_address] = WarmPool(ray_address)
+        return pool
+
+
+class CpuReservation:
+    """The CPUs of pooled workers a group took, held in Ray by a placement group of one bundle per
+    worker, each on its worker's node.
+
+    Parameters
+    ----------
+    shares : sequence of (node id, CPUs)
+        Each taken worker's node and its share of that node's CPUs.
+    timeout_s : float
+        How long to wait for Ray to place the bundles (the CPUs must be free).
+
+    Examples
+    --------
+    >>> import ray
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.context import ray_context_started_on_demand
+    >>> _ = init_orca_context(cores=2)
+    >>> _ = ray_context_started_on_demand()
+    >>> node = ray.get_runtime_context().get_node_id()
+    >>> reservation = CpuReservation([(node, 1.0)], timeout_s=30)
+    >>> reserved_cpus_on({node})
+    1.0
+    >>> reservation.release()
+    >>> reserved_cpus_on({node})
+    0.0
+    """
+
+    def __init__(self, shares: Sequence[tuple[str, float]], timeout_s: float) -> None:
+        import ray
+        from ray.util.placement_group import NODE_ID_LABEL_KEY, placement_group
+
+        self._group = placement_group([{"CPU": cpus} for _, cpus in shares], strategy="PACK", name=RESERVATION_NAME,
+                                      bundle_label_selector=[{NODE_ID_LABEL_KEY: node} for node, _ in shares])
+        # released with the group, also when an Estimator is dropped without shutdown(), as
+        # its actors are (Ray ends an actor whose handles are all gone)
+        self._release = weakref.finalize(self, _remove_reservation, self._group)
+        ready, _ = ray.wait([self._group.ready()], timeout=timeout_s)
+        if not ready:
+            self.release()
+            raise WorkerTimeoutError(
+                f"Ray could not reserve the CPUs of {len(shares)} warm worker(s) ({sum(cpus for _, cpus in shares):g} CPUs) "
+                f"within {timeout_s:.0f} s: something else holds them; call shutdown() on an Estimator you no longer use, "
+                "or set OrcaContext.warm_workers = False")
+
+    def release(self) -> None:
+        """Give the CPUs back (idempotent)."""
+        self._release()
+
+
+def _remove_reservation(group: Any) -> None:
+    import ray
+    from ray.util.placement_group import remove_placement_group
+
+    if ray.is_initialized():
+        try:
+            remove_placement_group(group)
+        except Exception:  # noqa: BLE001 - a cluster that stopped took the reservation along
+            pass
+
+
+def reserved_cpus_on(node_ids: set[str]) -> float:
+    """The CPUs zoo_lite's reservations hold on ``node_ids`` (for the message of a group that
+    finds them taken)."""
+    from ray.util.placement_group import placement_group_table
+
+    total = 0.0
+    for group in placement_group_table().values():
+        if group.get("name") == RESERVATION_NAME and group.get("state") == "CREATED":
+            for index, node in group.get("bundles_to_node_id", {}).items():
+                if node in node_ids:
+                    total += float(group["bundles"][index].get("CPU", 0.0))
+    return total

@@ -1,0 +1,216 @@
+"""Getting a worker process ready before it is needed: its framework imported, nothing configured.
+
+Two kinds of process are kept warm: idle Ray actors on each node
+(:mod:`zoo_lite.learn.base.warm_pool`) and, on the Spark backend, a pre-started child process
+beside each Python worker that ran a Keras task (:mod:`zoo_lite.learn.base.spark_children`).
+Both use what this module gives:
+
+- **What is imported** is named by the runner class, ``"module:QualName"``
+  (:func:`runner_path`): importing the module imports the framework and zoo_lite's runner code,
+  and the class's static ``warm_up()``, where it has one, imports what the runner's first use
+  would (torch's compiler front end, which building the first optimizer imports).
+- **Memory.** A warm process holds its framework's memory while it waits (about 0.4 GiB for
+  PyTorch, 0.75 GiB for TensorFlow, measured). One is started only where the host, or the
+  container's memory limit, leaves at least :data:`MIN_AVAILABLE_MB` available
+  (:func:`memory_too_tight`); elsewhere it declines, and the pool stays empty there.
+- **Priority.** A Ray pool is refilled while a fit runs. Its imports run in a thread of
+  ``SCHED_IDLE`` priority (:class:`BackgroundWarmUp`), which takes only CPU time nothing else
+  wants, so the refill does not slow the fit down. A group that takes a process still importing
+  raises the thread back to normal priority (where the system allows it) and waits for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import threading
+from typing import Any, Callable, Optional
+
+__all__ = ["MIN_AVAILABLE_MB", "runner_path", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
+           "BackgroundWarmUp"]
+
+#: a warm process is started only where at least this much memory is available (MiB): the
+#: largest framework's idle process (0.75 GiB) with room to spare for the work itself
+MIN_AVAILABLE_MB = 3072
+
+
+def _runner_class(runner_factory: Callable[..., Any]) -> Any:
+    return runner_factory.func if isinstance(runner_factory, functools.partial) else runner_factory
+
+
+def runner_path(runner_factory: Callable[..., Any]) -> str:
+    """The ``"module:QualName"`` of the runner class a factory builds (a class, or a
+    ``functools.partial`` of one), as a warm process imports it.
+
+    Examples
+    --------
+    >>> from zoo_lite.learn.base.framework import WorkerConfig
+    >>> runner_path(functools.partial(WorkerConfig, 60))
+    'zoo_lite.learn.base.framework:WorkerConfig'
+    """
+    target = _runner_class(runner_factory)
+    return f"{target.__module__}:{target.__qualname__}"
+
+
+def run_warm_up(runner_factory: Callable[..., Any]) -> None:
+    """The static ``warm_up()`` of the runner class a factory builds, if it has one: the imports
+    that building a runner makes on first use."""
+    warm_up = getattr(_runner_class(runner_factory), "warm_up", None)
+    if callable(warm_up):
+        warm_up()
+
+
+def warm_up_runner(path: str) -> None:
+    """Import the runner class at ``path`` (and with it its framework), then run its static
+    ``warm_up()`` if it has one.
+
+    Examples
+    --------
+    >>> warm_up_runner("zoo_lite.learn.base.framework:WorkerConfig")
+    """
+    module_name, _, qualname = path.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for name in qualname.split("."):
+        target = getattr(target, name)
+    run_warm_up(target)
+
+
+def _cgroup_room_mb() -> Optional[float]:
+    """What this process's cgroup may still take before its memory limit (MiB), or None where
+    it has no limit (cgroup v2, then v1)."""
+    try:
+        with open("/proc/self/cgroup") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":   # cgroup v2
+            files = (f"/sys/fs/cgroup{path}/memory.max", f"/sys/fs/cgroup{path}/memory.current")
+        elif "memory" in controllers.split(","):
+            files = ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")
+        else:
+            continue
+        try:
+            limit, used = (open(name).read().strip() for name in files)
+        except OSError:
+            continue
+        if limit.isdigit() and used.isdigit() and int(limit) < 1 << 60:
+            return (int(limit) - int(used)) / 2**20
+    return None
+
+
+def available_memory_mb() -> float:
+    """The memory a new process here could use (MiB): the host's available memory, or less where
+    this process's container (cgroup) has a limit closer to its use.
+
+    Examples
+    --------
+    >>> available_memory_mb() > 0
+    True
+    """
+    import psutil
+
+    host = psutil.virtual_memory().available / 2**20
+    room = _cgroup_room_mb()
+    return host if room is None else min(host, room)
+
+
+def memory_too_tight(min_available_mb: Optional[float] = None) -> Optional[str]:
+    """Why no warm process should be kept here (less than ``min_available_mb``, default
+    :data:`MIN_AVAILABLE_MB`, of memory available), or None.
+
+    Examples
+    --------
+    >>> memory_too_tight(min_available_mb=0) is None
+    True
+    >>> memory_too_tight(min_available_mb=1e12)  # doctest: +ELLIPSIS
+    'only ... MiB of memory is available on ..., less than the 1000000000000 MiB a warm worker needs'
+    """
+    if min_available_mb is None:
+        min_available_mb = MIN_AVAILABLE_MB
+    available = available_memory_mb()
+    if available >= min_available_mb:
+        return None
+    import socket
+
+    return (f"only {available:.0f} MiB of memory is available on {socket.gethostname()}, less than the "
+            f"{min_available_mb:.0f} MiB a warm worker needs")
+
+
+def _set_policy(thread_id: int, policy: int) -> bool:
+    """Give one thread of this process a scheduling policy; False where the system refuses
+    (an unprivileged process may lower a thread's priority, but not always raise it again)."""
+    try:
+        os.sched_setscheduler(thread_id, policy, os.sched_param(0))
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+class BackgroundWarmUp:
+    """:func:`warm_up_runner` in a thread of idle priority: it first checks the memory (see
+    :func:`memory_too_tight`, with ``min_available_mb``), then imports, unless the memory is too
+    tight.
+
+    Threads the imports start (a library's helper threads) inherit the idle priority; they are
+    given normal priority again once the imports are done, where the system allows it.
+
+    Examples
+    --------
+    >>> warm = BackgroundWarmUp("zoo_lite.learn.base.framework:WorkerConfig", min_available_mb=0)
+    >>> warm.verdict() is None    # the memory check passed: it imports
+    True
+    >>> warm.finish()
+    """
+
+    def __init__(self, path: str, min_available_mb: Optional[float] = None) -> None:
+        self.path = path
+        self._min_available_mb = min_available_mb
+        self._checked = threading.Event()
+        self._declined: Optional[str] = None
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="zoo_lite-warm-up", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        idle = _set_policy(threading.get_native_id(), getattr(os, "SCHED_IDLE", -1))
+        try:
+            self._declined = memory_too_tight(self._min_available_mb)
+        finally:
+            self._checked.set()
+        if self._declined is not None:
+            return
+        before = set(_thread_ids())
+        try:
+            warm_up_runner(self.path)
+        except BaseException as error:  # noqa: BLE001 - the runner's own build reports it again, in its place
+            self._error = error
+        if idle:
+            for thread_id in set(_thread_ids()) - before:
+                _set_policy(thread_id, os.SCHED_OTHER)
+
+    def verdict(self) -> Optional[str]:
+        """Why this process declined to warm up (too little memory), or None; waits only for the
+        memory check, which comes first."""
+        self._checked.wait()
+        return self._declined
+
+    def finish(self) -> None:
+        """Raise the import thread to normal priority (where allowed) and wait for it: the
+        process is wanted now."""
+        if self._thread.is_alive() and self._thread.native_id:
+            _set_policy(self._thread.native_id, os.SCHED_OTHER)
+        self._thread.join()
+
+    def done(self) -> bool:
+        """Whether the imports are over (or were declined)."""
+        return not self._thread.is_alive()
+
+
+def _thread_ids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
