@@ -93,3 +93,20 @@ def three_wide_model(config: dict):
     model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(3)])
     model.compile(optimizer=keras.optimizers.SGD(config.get("lr", 0.05)), loss=squared_error_per_element, metrics=["mae"])
     return model
+
+
+class PidRecorder:
+    """A Keras callback that writes the pid of the process it trains in to ``path`` when a fit
+    begins (it runs on rank 0)."""
+
+    def __new__(cls, path: str):
+        import keras
+
+        class _Recorder(keras.callbacks.Callback):
+            def on_train_begin(self, logs=None) -> None:
+                import os
+
+                with open(path, "w") as file:
+                    file.write(str(os.getpid()))
+
+        return _Recorder()

@@ -272,13 +272,59 @@ def test_more_workers_than_task_slots_is_refused_at_once(cluster):
     assert _no_spark_job_left(cluster)
 
 
+def _keras_children() -> dict[int, str]:
+    """The Keras child processes of this session's Python workers: pid -> command line."""
+    found = {}
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(SESSION_MARK) == os.environ[SESSION_MARK] and "child_main" in " ".join(process.cmdline()):
+                found[process.pid] = " ".join(process.cmdline())
+        except psutil.Error:
+            continue
+    return found
+
+
+def _serving(pid: int) -> bool:
+    """Whether a child process is working for a task: it holds a connection to the driver."""
+    try:
+        return bool(psutil.Process(pid).net_connections(kind="tcp"))
+    except psutil.Error:
+        return False
+
+
+def test_the_next_keras_stage_runs_in_the_child_the_last_one_started_and_no_child_serves_twice(cluster, tmp_path):
+    x, y = keras_models.regression_rows()
+    rows = XShards.partition({"x": x, "y": y}, num_shards=2)
+    est = KerasEstimators.from_keras(model_creator=keras_models.linear_model, backend="spark", num_workers=2, seed=0)
+    OrcaContext.warm_workers = False
+    try:
+        est.fit(rows, epochs=1, batch_size=16, verbose=0)
+        assert not _keras_children(), "with warm workers off, no child waits for the next stage"
+    finally:
+        OrcaContext.warm_workers = True
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    est.fit(rows, epochs=1, batch_size=16, verbose=0, callbacks=[keras_models.PidRecorder(str(first))])
+    idle = _keras_children()
+    assert len(idle) == 2 and all("KerasRunner" in command for command in idle.values()), idle
+    assert not any(_serving(pid) for pid in idle), "a child still serves the ended stage"
+    assert int(first.read_text()) not in idle, "a child served a second stage"
+
+    est.fit(rows, epochs=1, batch_size=16, verbose=0, callbacks=[keras_models.PidRecorder(str(second))])
+    assert int(second.read_text()) in idle, "the stage started a new child instead of taking the idle one"
+    successors = _keras_children()
+    assert len(successors) == 2 and not set(successors) & set(idle), "each child serves one stage only"
+    est.shutdown()
+
+
 def test_nothing_is_left_running_or_on_disk_after_the_spark_backend_tests(cluster):
-    """Run last: no Spark job, no Keras child process, no shared-memory exchange file left."""
+    """Run last: no Spark job, no Keras child serving a stage, no shared-memory exchange file
+    left; once the context stops, no child at all."""
     import glob
 
     assert _no_spark_job_left(cluster)
-    children = [command for command in _commands_of_this_session() if "serve_child" in command]
-    assert not children, children
+    children = _keras_children()
+    assert not [pid for pid in children if _serving(pid)], children
     # the exchange's files live for milliseconds (unlinked once every worker opened them): one older
     # than a few seconds was left behind; younger ones may belong to another test session running now
     def older_than_5_s(path: str) -> bool:
@@ -289,3 +335,8 @@ def test_nothing_is_left_running_or_on_disk_after_the_spark_backend_tests(cluste
 
     left = [path for path in glob.glob("/dev/shm/zoo_lite-*") if older_than_5_s(path)]
     assert not left, left
+    from zoo_lite import stop_orca_context
+
+    stop_orca_context()
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in children if psutil.pid_exists(pid)], timeout=30)
+    assert not alive, f"Keras child processes left after stop_orca_context(): {[process.pid for process in alive]}"

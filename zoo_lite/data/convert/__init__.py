@@ -23,15 +23,20 @@ import Columns``):
 - :mod:`~zoo_lite.data.convert.shard_model_arrays`: one shard (a pandas frame or a dict of arrays) → model arrays.
 """
 
-from zoo_lite.data.convert.from_spark import (check_spark_columns, is_spark_df, spark_column, spark_df_to_arrow_rdd,
-                                              spark_df_to_model_arrays_rdd, spark_df_to_pandas_rdd)
-from zoo_lite.data.convert.ipc_payloads import ipc_payloads_to_batches, pandas_to_ipc_payloads
-from zoo_lite.data.convert.model_arrays import (Columns, arrow_to_model_arrays, concat_model_arrays, dense_vectors_of_arrow,
-                                                model_arrays_rows)
-from zoo_lite.data.convert.pandas_arrow import cast_table, ndarray_to_arrow, record_batches_to_pandas
-from zoo_lite.data.convert.shard_model_arrays import (dict_to_model_arrays, pandas_to_feature_label, pandas_to_model_arrays,
-                                                      shard_to_model_arrays)
-from zoo_lite.data.convert.to_spark import pandas_rdd_to_spark_df, spark_arrow_schema
+from typing import TYPE_CHECKING
+
+from zoo_lite.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:   # imported on first use (see zoo_lite.lazy_exports): a worker needs only model_arrays
+    from zoo_lite.data.convert.from_spark import (check_spark_columns, is_spark_df, spark_column, spark_df_to_arrow_rdd,
+                                                  spark_df_to_model_arrays_rdd, spark_df_to_pandas_rdd)
+    from zoo_lite.data.convert.ipc_payloads import ipc_payloads_to_batches, pandas_to_ipc_payloads
+    from zoo_lite.data.convert.model_arrays import (Columns, arrow_to_model_arrays, concat_model_arrays, dense_vectors_of_arrow,
+                                                    model_arrays_rows)
+    from zoo_lite.data.convert.pandas_arrow import cast_table, ndarray_to_arrow, record_batches_to_pandas
+    from zoo_lite.data.convert.shard_model_arrays import (dict_to_model_arrays, pandas_to_feature_label, pandas_to_model_arrays,
+                                                          shard_to_model_arrays)
+    from zoo_lite.data.convert.to_spark import pandas_rdd_to_spark_df, spark_arrow_schema
 
 __all__ = [
     "Columns",
@@ -57,3 +62,5 @@ __all__ = [
     "model_arrays_rows",
     "ndarray_to_arrow",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -566,6 +566,7 @@ class GroupEstimator:
                     self._keep_epoch_state(files)
                     if self._group is not None:
                         self._group.start_standby()   # after a take-over: the next one, now that the fit runs again
+                        self._group.refill_pool()
                     interrupts.check()
                     stop = logs.pop("stop_training", False)
                     reporter.epoch_done({"epoch": epoch + 1, **logs}, steps_each * done)
@@ -591,7 +592,10 @@ class GroupEstimator:
         """Loss and metrics over ``data``, aggregated exactly over the workers."""
         total_rows, batch_size = self._load(EVALUATION, data, columns, check_positive_int(batch_size, "batch_size"))
         steps.steps_of_pass(total_rows, batch_size, max_steps, "data", "num_steps")   # a dataset that repeats forever needs it
-        return self._call(lambda runner: runner.validate(EVALUATION, batch_size, max_steps))[0]
+        result = self._call(lambda runner: runner.validate(EVALUATION, batch_size, max_steps))[0]
+        if self._group is not None:
+            self._group.refill_pool()
+        return result
 
     def spark_udf(self, batch_size: int = 32, feature_cols: Cols = None, input_shapes: Any = None) -> ModelUDF:
         """The trained model as a PySpark function, for DataFrame jobs, SQL and Structured Streaming.

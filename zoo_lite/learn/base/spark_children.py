@@ -3,7 +3,7 @@ their own (TensorFlow sets its collectives up once per process, and Spark reuses
 workers from task to task).
 
 :func:`run_in_child` runs a task's work in a child process that dies with the Python worker
-(``PR_SET_PDEATHSIG``), relaying the barrier's ``allGather`` for it. With warm workers on
+(``PR_SET_PDEATHSIG``). With warm workers on
 (``OrcaContext.warm_workers``), the task also starts the *next* child as it begins: that child
 imports the framework at idle priority while this task trains (see
 :class:`~zoo_lite.learn.base.warm_up.BackgroundWarmUp`), then waits; the next stage's task on this
@@ -17,7 +17,6 @@ worker: when the executor ends (``stop_orca_context()``), or when Spark ends idl
 
 from __future__ import annotations
 
-import json
 import pickle
 import socket
 import subprocess
@@ -28,12 +27,7 @@ from typing import Callable, Optional
 
 from zoo_lite.learn.base.warm_up import BackgroundWarmUp
 
-__all__ = ["Gather", "run_in_child", "child_main", "idle_child_pid"]
-
-#: a barrier task's ``allGather``: this task's text in, every task's text out, by rank
-Gather = Callable[[str], list[str]]
-
-_POLL_INTERVAL_S = 0.5
+__all__ = ["run_in_child", "child_main", "idle_child_pid"]
 
 
 def _die_with_parent() -> None:
@@ -64,17 +58,15 @@ class _Child:
         theirs.close()
         return _Child(process, Connection(mine.detach()), warm_path)
 
-    def run(self, work: Callable[[Gather], None], gather: Gather) -> None:
-        """Hand ``work`` to the child and relay its gathers until it ends."""
+    def run(self, work: Callable[[], None]) -> None:
+        """Hand ``work`` to the child and wait until it ends (no bound here: the work talks to the
+        driver itself, which bounds it and cancels the task, and with it this process and the child)."""
         from pyspark import cloudpickle
 
         try:
             self.channel.send_bytes(pickle.dumps((sys.path, cloudpickle.dumps(work))))
-            while self.process.poll() is None:
-                if self.channel.poll(_POLL_INTERVAL_S):
-                    self.channel.send_bytes(json.dumps(gather(self.channel.recv_bytes().decode())).encode())
-        except (EOFError, OSError):
-            pass   # the child ended; the driver hears of it on its own link
+        except OSError:
+            pass   # the child ended already; the driver hears of it on its own link
         finally:
             self.channel.close()
             self.process.wait()
@@ -91,7 +83,7 @@ _idle: Optional[_Child] = None
 
 def _take_idle(warm_path: Optional[str]) -> Optional[_Child]:
     """The idle child, if it is alive and imported ``warm_path`` (one that declined has ended);
-    an idle child of another framework is ended."""
+    an idle child of another framework, or any with ``warm_path`` None, is ended."""
     global _idle
     child, _idle = _idle, None
     if child is None:
@@ -107,17 +99,17 @@ def idle_child_pid() -> Optional[int]:
     return _idle.process.pid if _idle is not None and _idle.process.poll() is None else None
 
 
-def run_in_child(work: Callable[[Gather], None], gather: Gather, warm_path: Optional[str]) -> None:
-    """``work(gather)`` in a child process of this one that dies with it, its gathers relayed to
-    ``gather``: this Python worker's idle child if it has one for ``warm_path``, else a new one.
+def run_in_child(work: Callable[[], None], warm_path: Optional[str]) -> None:
+    """``work()`` in a child process of this one that dies with it: this Python worker's idle
+    child if it has one for ``warm_path``, else a new one.
     With ``warm_path`` (warm workers on), the idle child for the next task is started now, to
     import while this one works. ``work`` is pickled by value where cloudpickle does so (the
     user's code)."""
     global _idle
-    child = (_take_idle(warm_path) if warm_path else None) or _Child.start(None)
+    child = _take_idle(warm_path) or _Child.start(None)   # with warm workers off, an idle child is ended
     if warm_path:
         _idle = _Child.start(warm_path)
-    child.run(work, gather)
+    child.run(work)
 
 
 def child_main(fd: int, warm_path: str) -> None:
@@ -134,13 +126,8 @@ def child_main(fd: int, warm_path: str) -> None:
         return   # the parent ended without a task for it
     if warm is not None:
         warm.finish()
+    channel.close()
     sys.path[:] = path
     from pyspark import cloudpickle
 
-    work: Callable[[Gather], None] = cloudpickle.loads(work_bytes)
-
-    def gather(text: str) -> list[str]:
-        channel.send_bytes(text.encode())
-        return json.loads(channel.recv_bytes())
-
-    work(gather)
+    cloudpickle.loads(work_bytes)()

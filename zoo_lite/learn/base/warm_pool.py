@@ -4,9 +4,9 @@ Most of a new Estimator's start is its workers' imports (TensorFlow about 4.5 s 
 PyTorch about 2 s, on 2 cores). So, per Ray cluster, framework (runner class) and node, zoo_lite
 keeps as many idle :class:`~zoo_lite.learn.base.worker_actor.PooledWorkerActor` as that
 framework's last group ran on the node (at most :data:`MAX_WARM_PER_NODE`). A new group takes them
-instead of starting actors (:meth:`WarmPool.take`), and the pool is refilled as soon as the group
-is connected (:meth:`WarmPool.fill`), in the background: the new processes import at idle priority
-(:mod:`zoo_lite.learn.base.warm_up`).
+instead of starting actors (:meth:`WarmPool.take`), and the pool is refilled once the group has
+trained an epoch or evaluated (:meth:`WarmPool.fill`, from ``WorkerGroup.refill_pool``), in the
+background: the new processes import at idle priority (:mod:`zoo_lite.learn.base.warm_up`).
 
 - A used process never goes back to the pool: TensorFlow sets its collectives up once per
   process, and a used torch process keeps the user's global state (seeds, threads, modules).
