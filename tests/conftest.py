@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, Optional
 
 import psutil
 import pytest
@@ -13,12 +14,60 @@ import pytest
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 
 
+# -- contexts shared by the modules --------------------------------------------------------------------
+# Starting Spark with Ray on two executors takes 30-40 s on 2 cores, and a dozen modules need it.
+# So the contexts below are shared: a module's fixture takes the running context when it is of the
+# kind the module needs (Ray is started on it if needed), and only otherwise stops it (checking that
+# its Ray left nothing behind) and starts its own. Modules run grouped by the kind they need
+# (pytest_collection_modifyitems below), so each kind starts once or twice per run.
+
+#: the Spark side of each kind of shared context
+_SPARK_KINDS = {
+    "local": dict(cluster_mode="local", cores=2, memory="2g"),
+    "local-cluster": dict(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g"),
+}
+
+
+class _Shared:
+    """The shared context now running: its SparkContext and its kind (None: none, or not ours)."""
+
+    context = None
+    spark_kind: Optional[str] = None
+
+
+def _stop_shared() -> None:
+    """Stop the running context; a Ray on it must leave no process behind."""
+    from tests.ray_on_spark.helpers import stop_and_check_clean
+
+    ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
+    if ray_context is not None:
+        stop_and_check_clean(ray_context)
+    else:
+        stop_orca_context()
+    _Shared.context = _Shared.spark_kind = None
+
+
+def shared_context(spark_kind: str, with_ray: bool):
+    """The shared context of ``spark_kind`` ("local": ``local[2]``; "local-cluster": two executor
+    JVMs of one core), with Ray on it if ``with_ray`` and without Ray if not; the running one when
+    it fits, else a new one."""
+    from zoo_lite.context import ray_context_started_on_demand
+
+    fits = (OrcaContext.is_active() and OrcaContext.get_spark_context() is _Shared.context and _Shared.spark_kind == spark_kind
+            and (with_ray or OrcaContext.get_ray_context() is None))
+    if not fits:
+        _stop_shared()
+        _Shared.context = init_orca_context(**_SPARK_KINDS[spark_kind])
+        _Shared.spark_kind = spark_kind
+    if with_ray:
+        ray_context_started_on_demand()
+    return _Shared.context
+
+
 @pytest.fixture
 def sc():
-    """The shared ``local[2]`` context; started on first use (and again after a test stopped it)."""
-    if not OrcaContext.is_active():
-        init_orca_context(cluster_mode="local", cores=2, memory="2g")
-    return OrcaContext.get_spark_context()
+    """The running context, whatever its kind; the shared ``local[2]`` one if none runs."""
+    return OrcaContext.get_spark_context() if OrcaContext.is_active() else shared_context("local", with_ray=False)
 
 
 @pytest.fixture
@@ -27,34 +76,58 @@ def spark(sc):
 
 
 @pytest.fixture(scope="module")
-def local_ray_spark() -> Iterator:
-    """``local[2]`` with a local Ray node, for a module whose tests train; stopped at its end."""
-    stop_orca_context()
-    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
-    yield OrcaContext.get_spark_session()
-    stop_orca_context()
+def local_ray_spark():
+    """``local[2]`` with a local Ray node, for a module whose tests train (shared)."""
+    shared_context("local", with_ray=True)
+    return OrcaContext.get_spark_session()
 
 
 @pytest.fixture(scope="module")
-def local_cluster() -> Iterator:
-    """Two executor JVMs (``local-cluster[2,1,1024]``) for the distribution cases of a module."""
-    stop_orca_context()
-    context = init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g")
-    yield context
-    stop_orca_context()
+def local_cluster():
+    """Two executor JVMs (``local-cluster[2,1,1024]``) and no Ray, for the distribution cases of a module (shared)."""
+    return shared_context("local-cluster", with_ray=False)
 
 
 @pytest.fixture(scope="module")
-def ray_local_cluster() -> Iterator:
-    """Two executors (``local-cluster[2,1,1024]``), each with its Ray node; yields the RayContext
-    and checks at the end that stopping leaves no Ray process."""
-    from tests.ray_on_spark.helpers import stop_and_check_clean
+def ray_local_cluster():
+    """Two executors (``local-cluster[2,1,1024]``), each with its Ray node (shared); yields the
+    RayContext. Whoever stops it checks that Ray left no process (the next kind's fixture, or
+    the session's end)."""
+    shared_context("local-cluster", with_ray=True)
+    return OrcaContext.get_ray_context()
 
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
-    ray_context = OrcaContext.get_ray_context()
-    yield ray_context
-    stop_and_check_clean(ray_context)
+
+#: the order of the groups of modules: by the shared context they need (the fixtures above), then
+#: the modules that start clusters of their own, then the multi-host tests
+_GROUP_OF_FIXTURE = (("ray_local_cluster", 4), ("two_workers", 4), ("digits_frames", 4), ("local_cluster", 3),
+                     ("local_ray_spark", 2), ("sc", 1), ("spark", 1))
+
+
+def _module_group(items: list[pytest.Item]) -> int:
+    if any(item.get_closest_marker("hosts") for item in items):
+        return 6
+    module_marks = getattr(items[0].module, "pytestmark", []) if hasattr(items[0], "module") else []
+    if any(mark.name == "cluster" for mark in (module_marks if isinstance(module_marks, list) else [module_marks])):
+        return 5
+    used = {name for item in items for name in getattr(item, "fixturenames", ())}
+    return next((group for name, group in _GROUP_OF_FIXTURE if name in used), 0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the modules of tests/ grouped by the context they share (a stable sort: modules keep
+    their order within a group, tests theirs within a module); the docstring examples stay after."""
+    here = Path(__file__).parent
+    ours = [item for item in items if here in Path(str(item.fspath)).parents]
+    if not ours:
+        return
+    by_module: dict[str, list[pytest.Item]] = {}
+    for item in ours:
+        by_module.setdefault(str(item.fspath), []).append(item)
+    group = {path: _module_group(module_items) for path, module_items in by_module.items()}
+    ordered = sorted(ours, key=lambda item: group[str(item.fspath)])
+    start = items.index(ours[0])
+    rest = [item for item in items if here not in Path(str(item.fspath)).parents]
+    items[:] = rest[:start] + ordered + rest[start:]
 
 
 def java_descendants() -> list[psutil.Process]:
@@ -103,15 +176,28 @@ def ray_watchdogs_since(started: float) -> list[psutil.Process]:
     return found
 
 
+def spark_backend_children() -> list[psutil.Process]:
+    """The Spark backend's child processes (``zoo_lite.learn.base.spark_children``) of this session."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if "child_main" in " ".join(process.info["cmdline"] or []) and _of_this_session(process):
+            found.append(process)
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left_at_end() -> Iterator[None]:
-    """After the last test, stopping the context must leave no JVM but pyspark's own gateway, and
-    no Ray node watchdog (each one ends its node's processes before it exits)."""
+    """After the last test, stopping the context must leave no JVM but pyspark's own gateway, no
+    Ray node watchdog (each one ends its node's processes before it exits), and no child process
+    of the Spark backend (the idle ones end with their Python workers)."""
     import time
 
     session_started = time.time()
     yield
-    stop_orca_context()
+    children = spark_backend_children()
+    _stop_shared()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"Spark-backend child processes left after stop_orca_context(): {[p.pid for p in alive]}"
     _, alive = psutil.wait_procs([p for p in java_descendants() if p.pid not in gateway_pids()], timeout=30)
     assert not alive, f"processes left after stop_orca_context(): {[(p.pid, p.cmdline()[-1:]) for p in alive]}"
     _, watchdogs = psutil.wait_procs(ray_watchdogs_since(session_started), timeout=30)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite import OrcaContext
 from zoo_lite.data import XShards
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn import spark_udf
@@ -23,12 +23,9 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def orca_context():
-    """One local Ray-on-Spark context for the module, as an Orca script starts it."""
-    stop_orca_context()
-    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
-    yield
-    stop_orca_context()
+def orca_context(local_ray_spark):
+    """A local Ray-on-Spark context, as an Orca script starts it (the session's shared one)."""
+    return local_ray_spark
 
 
 def rows(n: int = 8, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
-from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite import OrcaContext
 from zoo_lite.data import SparkXShards
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.learn.metrics import (AUC, MAE, MSE, Accuracy, BinaryAccuracy, BinaryCrossEntropy, CategoricalAccuracy,
@@ -25,12 +25,9 @@ SIZES = (9, 31)
 
 
 @pytest.fixture(scope="module")
-def orca_context():
-    """One local Ray-on-Spark context for the module, as an Orca script starts it."""
-    stop_orca_context()
-    init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
-    yield
-    stop_orca_context()
+def orca_context(local_ray_spark):
+    """A local Ray-on-Spark context, as an Orca script starts it (the session's shared one)."""
+    return local_ray_spark
 
 
 def uneven_shards(x: np.ndarray, y: np.ndarray) -> SparkXShards:

@@ -319,7 +319,7 @@ def test_the_next_keras_stage_runs_in_the_child_the_last_one_started_and_no_chil
 
 def test_nothing_is_left_running_or_on_disk_after_the_spark_backend_tests(cluster):
     """Run last: no Spark job, no Keras child serving a stage, no shared-memory exchange file
-    left; once the context stops, no child at all."""
+    left (the idle children end with the context: the session's last check)."""
     import glob
 
     assert _no_spark_job_left(cluster)
@@ -335,8 +335,3 @@ def test_nothing_is_left_running_or_on_disk_after_the_spark_backend_tests(cluste
 
     left = [path for path in glob.glob("/dev/shm/zoo_lite-*") if older_than_5_s(path)]
     assert not left, left
-    from zoo_lite import stop_orca_context
-
-    stop_orca_context()
-    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in children if psutil.pid_exists(pid)], timeout=30)
-    assert not alive, f"Keras child processes left after stop_orca_context(): {[process.pid for process in alive]}"
