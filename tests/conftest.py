@@ -36,15 +36,19 @@ class _Shared:
 
 
 def _stop_shared() -> None:
-    """Stop the running context; a Ray on it must leave no process behind."""
+    """Stop the running context; a Ray on it must leave no process behind, nor the Spark backend
+    a child process (the idle ones end with their Python workers)."""
     from tests.ray_on_spark.helpers import stop_and_check_clean
 
+    children = spark_backend_children()
     ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
     if ray_context is not None:
         stop_and_check_clean(ray_context)
     else:
         stop_orca_context()
     _Shared.context = _Shared.spark_kind = None
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"Spark-backend child processes left after stop_orca_context(): {[p.pid for p in alive]}"
 
 
 def shared_context(spark_kind: str, with_ray: bool):
@@ -194,10 +198,7 @@ def no_process_left_at_end() -> Iterator[None]:
 
     session_started = time.time()
     yield
-    children = spark_backend_children()
     _stop_shared()
-    _, alive = psutil.wait_procs(children, timeout=30)
-    assert not alive, f"Spark-backend child processes left after stop_orca_context(): {[p.pid for p in alive]}"
     _, alive = psutil.wait_procs([p for p in java_descendants() if p.pid not in gateway_pids()], timeout=30)
     assert not alive, f"processes left after stop_orca_context(): {[(p.pid, p.cmdline()[-1:]) for p in alive]}"
     _, watchdogs = psutil.wait_procs(ray_watchdogs_since(session_started), timeout=30)
