@@ -109,6 +109,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_neve
     for got, want in zip(_weights(second), expected):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     assert first._group is None   # it gave its CPUs back to the new group; its processes ended
+    assert _pool().wait_until_warm(path, timeout_s=120)   # refilled after the first epoch; alive once warm
     refilled = _pooled_pids(path)
     assert len(refilled) == 2 and not refilled & (first_pids | second_pids), "the pool holds only processes never used"
     second.shutdown()

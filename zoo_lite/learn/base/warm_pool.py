@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import WorkerTimeoutError
-from zoo_lite.learn.base.worker_actor import PooledWorkerActor
+from zoo_lite.learn.base.worker_actor import PooledWorkerActor, cluster_answers, end_actors
 
 __all__ = ["MAX_WARM_PER_NODE", "TIGHT_RETRY_S", "RESERVATION_NAME", "WarmPool", "CpuReservation", "warm_pool_of",
            "pick_by_node", "reserved_cpus_on"]
@@ -175,7 +175,7 @@ class WarmPool:
                         node, soft=False)).remote(path, self._min_available_mb)
                     kept.append(_Pooled(actor, node, actor.declined.remote()))
             self._idle[path] = kept
-        _kill([entry.actor for entry in extra])
+        end_actors([entry.actor for entry in extra], self.ray_address)
 
     def _usable(self, path: str) -> list[_Pooled]:
         """The idle actors of ``path`` that are alive and did not decline; the others are ended
@@ -197,7 +197,7 @@ class WarmPool:
                 ended.append(entry.actor)
             elif _actor_alive(entry.actor):
                 usable.append(entry)
-        _kill(ended)
+        end_actors(ended, self.ray_address)
         self._idle[path] = usable
         return usable
 
@@ -205,7 +205,7 @@ class WarmPool:
         """End every idle actor of the pool (idempotent)."""
         with self._lock:
             idle, self._idle = self._idle, {}
-        _kill([entry.actor for entries in idle.values() for entry in entries])
+        end_actors([entry.actor for entries in idle.values() for entry in entries], self.ray_address)
 
 
 def _answer(declined: Any) -> Optional[str]:
@@ -216,14 +216,6 @@ def _answer(declined: Any) -> Optional[str]:
         return ray.get(declined, timeout=1)
     except Exception as error:  # noqa: BLE001 - a dead actor is dropped by the liveness check
         return None if isinstance(error, ray.exceptions.RayActorError) else f"{type(error).__name__}: {error}"
-
-
-def _kill(actors: Sequence[Any]) -> None:
-    import ray
-
-    if ray.is_initialized():
-        for actor in actors:
-            ray.kill(actor, no_restart=True)
 
 
 _pools: dict[str, WarmPool] = {}
@@ -260,6 +252,9 @@ class CpuReservation:
         Each taken worker's node and its share of that node's CPUs.
     timeout_s : float
         How long to wait for Ray to place the bundles (the CPUs must be free).
+    ray_address : str
+        The cluster's address: the reservation is given back only while that cluster answers
+        (a stopped or headless one took it along).
 
     Examples
     --------
@@ -269,7 +264,7 @@ class CpuReservation:
     >>> _ = init_orca_context(cores=2)
     >>> _ = ray_context_started_on_demand()
     >>> node = ray.get_runtime_context().get_node_id()
-    >>> reservation = CpuReservation([(node, 1.0)], timeout_s=30)
+    >>> reservation = CpuReservation([(node, 1.0)], timeout_s=30, ray_address=ray_context_started_on_demand().address)
     >>> reserved_cpus_on({node})
     1.0
     >>> reservation.release()
@@ -277,7 +272,7 @@ class CpuReservation:
     0.0
     """
 
-    def __init__(self, shares: Sequence[tuple[str, float]], timeout_s: float) -> None:
+    def __init__(self, shares: Sequence[tuple[str, float]], timeout_s: float, ray_address: str) -> None:
         import ray
         from ray.util.placement_group import NODE_ID_LABEL_KEY, placement_group
 
@@ -285,7 +280,7 @@ class CpuReservation:
                                       bundle_label_selector=[{NODE_ID_LABEL_KEY: node} for node, _ in shares])
         # released with the group, also when an Estimator is dropped without shutdown(), as
         # its actors are (Ray ends an actor whose handles are all gone)
-        self._release = weakref.finalize(self, _remove_reservation, self._group)
+        self._release = weakref.finalize(self, _remove_reservation, self._group, ray_address)
         ready, _ = ray.wait([self._group.ready()], timeout=timeout_s)
         if not ready:
             self.release()
@@ -299,11 +294,10 @@ class CpuReservation:
         self._release()
 
 
-def _remove_reservation(group: Any) -> None:
-    import ray
+def _remove_reservation(group: Any, ray_address: str) -> None:
     from ray.util.placement_group import remove_placement_group
 
-    if ray.is_initialized():
+    if cluster_answers(ray_address):
         try:
             remove_placement_group(group)
         except Exception:  # noqa: BLE001 - a cluster that stopped took the reservation along

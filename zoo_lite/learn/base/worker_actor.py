@@ -8,17 +8,18 @@ and gets the runner factory when a group takes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.learn.base.ports import free_port
 from zoo_lite.learn.base.warm_up import BackgroundWarmUp, run_warm_up
 
 if TYPE_CHECKING:
     from zoo_lite.learn.base.worker_group import WorkerInfo
+    from zoo_lite.ray_on_spark import RayContext
 
 T = TypeVar("T")
 
-__all__ = ["WorkerActor", "PooledWorkerActor"]
+__all__ = ["WorkerActor", "PooledWorkerActor", "ray_context_at", "cluster_answers", "end_actors"]
 
 
 class WorkerActor:
@@ -66,7 +67,7 @@ class WorkerActor:
 class PooledWorkerActor(WorkerActor):
     """An idle worker of the warm pool: it imports the runner class at ``runner_path`` (its
     framework) in the background, at idle priority, unless memory is tight here; a group takes
-    it with :meth:`take_place`. It holds no CPUs in Ray: the group that takes it reserves them
+    it with :meth:`become_worker`. It holds no CPUs in Ray: the group that takes it reserves them
     (see :mod:`zoo_lite.learn.base.warm_pool`)."""
 
     def __init__(self, runner_path: str, min_available_mb: Optional[float] = None) -> None:
@@ -82,6 +83,40 @@ class PooledWorkerActor(WorkerActor):
         """Whether its imports are over (they run in the background while it is idle)."""
         return self._warm.done()
 
-    def take_place(self, info: "WorkerInfo", runner_factory: Optional[Callable[["WorkerInfo"], Any]] = None) -> None:
+    def become_worker(self, info: "WorkerInfo", runner_factory_bytes: bytes) -> None:
+        """Become the worker of ``info``, with the group's runner factory pickled (by Ray's
+        cloudpickle): it is unpickled only once the imports are done, since the two would import
+        the framework's modules at once from two threads (``KeyError: 'torch._dynamo'``, seen)."""
+        from ray import cloudpickle
+
         self._warm.finish()   # still importing: at normal priority now, and waited for
-        super().take_place(info, runner_factory)
+        self.take_place(info, cloudpickle.loads(runner_factory_bytes))
+
+
+def ray_context_at(ray_address: str) -> Optional["RayContext"]:
+    """The active context's Ray on Spark, if it is the cluster at ``ray_address`` (None once that
+    cluster was stopped or replaced)."""
+    from zoo_lite.context import OrcaContext
+
+    ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
+    return ray_context if ray_context is not None and ray_context.address == ray_address else None
+
+
+def cluster_answers(ray_address: str) -> bool:
+    """Whether calls into the Ray cluster at ``ray_address`` can be made: it is the active one, and
+    its head (with the GCS) was not lost. A call to a lost GCS blocks for a minute, after which Ray
+    ends the calling process, the driver included."""
+    import ray
+
+    ray_context = ray_context_at(ray_address)
+    return ray.is_initialized() and ray_context is not None and not ray_context.head_lost()
+
+
+def end_actors(actors: Sequence[Any], ray_address: str) -> None:
+    """Kill ``actors`` of the cluster at ``ray_address`` if it still runs (a stopped, restarted or
+    headless cluster took them along)."""
+    import ray
+
+    if actors and cluster_answers(ray_address):
+        for actor in actors:
+            ray.kill(actor, no_restart=True)

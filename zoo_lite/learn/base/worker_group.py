@@ -48,7 +48,7 @@ from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutErro
 from zoo_lite.learn.base.ports import is_port_taken
 from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, pick_by_node, reserved_cpus_on, warm_pool_of
 from zoo_lite.learn.base.warm_up import runner_path
-from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor
+from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor, end_actors, ray_context_at
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
@@ -302,24 +302,6 @@ def _start_actors(places: list[_Place], runner_factory: Callable[[WorkerInfo], A
                 for rank, (node, count) in enumerate(places)]
 
 
-def _active_ray_context(ray_address: str) -> Optional["RayContext"]:
-    """The active Ray on Spark, if it is the cluster at ``ray_address``."""
-    from zoo_lite.context import OrcaContext
-
-    ray_context = OrcaContext.get_ray_context() if OrcaContext.is_active() else None
-    return ray_context if ray_context is not None and ray_context.address == ray_address else None
-
-
-def _end_actors(actors: Sequence[Any], ray_address: str) -> None:
-    """Kill ``actors`` of the cluster at ``ray_address`` if it still runs (a stopped or
-    restarted cluster took them along)."""
-    import ray
-
-    if ray.is_initialized() and _active_ray_context(ray_address) is not None:
-        for actor in actors:
-            ray.kill(actor, no_restart=True)
-
-
 @dataclass
 class Standby:
     """Idle, started workers kept beside a group for the next group to take over (see the module
@@ -359,7 +341,7 @@ class Standby:
     def end(self) -> None:
         """Kill the actors still in the standby (idempotent)."""
         actors, self.actors, self.node_ids = self.actors, [], []
-        _end_actors(actors, self.ray_address)
+        end_actors(actors, self.ray_address)
 
 
 class WorkerGroup:
@@ -478,14 +460,17 @@ class WorkerGroup:
         self.from_pool = len(self.actors)
         if self.actors:
             self._reservation = CpuReservation([(node.node_id, node.cpus / count) for (node, count), actor
-                                                in zip(self._places, pooled) if actor is not None], timeout_s)
+                                                in zip(self._places, pooled) if actor is not None], timeout_s, self.ray_address)
         cold = [rank for rank, actor in enumerate(pooled) if actor is None]
         started = iter(_start_actors([self._places[rank] for rank in cold], self._runner_factory,
                                      [infos[rank] for rank in cold], holds_cpus=True))
         self.actors = [actor if actor is not None else next(started) for actor in pooled]
+        from ray import cloudpickle
+
         with user_code_by_value():   # the runner factory carries the user's model and creators
-            taking = [actor.take_place.remote(info, self._runner_factory)
-                      for actor, info, was_pooled in zip(self.actors, infos, pooled) if was_pooled is not None]
+            factory_bytes = cloudpickle.dumps(self._runner_factory)
+        taking = [actor.become_worker.remote(info, factory_bytes)
+                  for actor, info, was_pooled in zip(self.actors, infos, pooled) if was_pooled is not None]
         self._wait(taking, "start", timeout_s)
 
     @property
@@ -511,7 +496,7 @@ class WorkerGroup:
 
     def _current_ray(self) -> Optional["RayContext"]:
         """The active Ray on Spark, if it is the cluster this group started in."""
-        return _active_ray_context(self.ray_address)
+        return ray_context_at(self.ray_address)
 
     def call(self, call: Callable[[Any], T], *, timeout_s: Optional[float] = None,
              on_poll: Optional[Callable[[], None]] = None) -> list[T]:
@@ -662,7 +647,7 @@ class WorkerGroup:
         actors, self.actors = self.actors, []
         board, self.progress_board = self.progress_board, None
         # the survivors of a lost node hold CPUs in the cluster, which lives on
-        _end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
+        end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
         reservation, self._reservation = self._reservation, None
         if reservation is not None:
             reservation.release()
