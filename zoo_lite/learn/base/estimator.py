@@ -26,7 +26,7 @@ from zoo_lite.context import OrcaContext, ray_context_started_on_demand
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.keywords import suggest_keywords
-from zoo_lite.learn.base import checkpoints, steps
+from zoo_lite.learn.base import checkpoints, runner_calls, steps
 from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
 from zoo_lite.learn.base.file_relay import FitFiles
 from zoo_lite.learn.base.framework import Framework
@@ -176,7 +176,7 @@ class GroupEstimator:
 
     def _pull_state(self) -> bytes:
         """Bring rank 0's state (model, optimizer, scheduler, epoch) to the driver; its bytes."""
-        blob = self._call_rank0(_get_state)
+        blob = self._call_rank0(runner_calls.get_state)
         self._extras = self.framework.state.decode_into(self._model, blob)
         return blob
 
@@ -242,7 +242,7 @@ class GroupEstimator:
                 factory, self._spark_worker_count(), wanted, self.start_timeout_s,
                 self.spec.worker_config.heartbeat_timeout_s, self.framework.fresh_process_per_group))
             for key, (shipped, batch_size) in self._call_datasets.items():
-                self._guarded(lambda group: group.call(functools.partial(_load_dataset, key, shipped, batch_size)))
+                self._guarded(lambda group: group.call(functools.partial(runner_calls.load_dataset, key, shipped, batch_size)))
         if not self._workers_have_driver_state:
             blob = self._driver_state_bytes()
             self._guarded(lambda group: group.call(lambda runner: runner.set_state(blob)))
@@ -414,12 +414,12 @@ class GroupEstimator:
         blob = self._pull_state()
         if self.model_dir:
             checkpoints.write_atomically(checkpoints.checkpoint_path(self.model_dir, self._trained_epochs()), blob)
-        self._kept_fit_extras = self._call_rank0(_callback_states) if files.callbacks else None
+        self._kept_fit_extras = self._call_rank0(runner_calls.callback_states) if files.callbacks else None
         self._copy_relayed_files(files, final=False)
 
     def _copy_relayed_files(self, files: FitFiles, final: bool) -> None:
         if files.relaying:
-            files.copy(self._call_rank0(functools.partial(_relayed_files, final)))
+            files.copy(self._call_rank0(functools.partial(runner_calls.relayed_files, final)))
 
     # -- data -----------------------------------------------------------------------------------------
 
@@ -448,11 +448,11 @@ class GroupEstimator:
         if rows_input:
             total_rows = self._load_rows(key, data, columns, need_labels)
         else:
-            total_rows = self._call(functools.partial(_load_dataset, key, shipped, batch_size))[0]
+            total_rows = self._call(functools.partial(runner_calls.load_dataset, key, shipped, batch_size))[0]
             check_has_rows(total_rows)
             if self._on_spark:   # loaded again by a stage started anew within this call
                 self._call_datasets[key] = (shipped, batch_size)
-        self._see_signature(self._call_rank0(functools.partial(_feed_signature, self.framework.predict.feed_signature, key)))
+        self._see_signature(self._call_rank0(functools.partial(runner_calls.feed_signature, self.framework.predict.feed_signature, key)))
         try:
             self._feeds[key] = _LoadedFeed(weakref.ref(data), columns, total_rows, batch_size)
         except TypeError:
@@ -501,7 +501,7 @@ class GroupEstimator:
             # one row a worker without rows can read its arrays' shapes from
             ref, partition, start, _ = next(r for mine in held for r in mine)
             one_row = (ref, partition, start, start + 1)
-            calls = [functools.partial(_load_rows, key, mine, partition_rows, one_row) for mine in held]
+            calls = [functools.partial(runner_calls.load_rows, key, mine, partition_rows, one_row) for mine in held]
             self._guarded(lambda group: group.call_each(calls))
         finally:
             in_ray.release()   # the workers hold their own copies now
@@ -753,22 +753,8 @@ class EstimatorEntry:
                 int(seed))
 
 
-# runner calls without a closure: pickled by reference, as module-level functions
-
-def _get_state(runner: Runner) -> bytes:
-    return runner.get_state()
 
 
-def _callback_states(runner: Runner) -> list[dict[str, Any]]:
-    return runner.callback_states()
-
-
-def _relayed_files(final: bool, runner: Runner) -> list[tuple[str, bytes]]:
-    return runner.relayed_files(final)
-
-
-def _load_rows(key: str, held: list[Any], partition_rows: list[int], one_row: Any, runner: Runner) -> int:
-    return runner.load_rows(key, held, partition_rows, one_row)
 
 
 def _check_batch_covers_workers(batch_size: int, workers: int) -> None:
@@ -779,13 +765,6 @@ def _check_batch_covers_workers(batch_size: int, workers: int) -> None:
         )
 
 
-def _load_dataset(key: str, data: Any, batch_size: int, runner: Runner) -> int:
-    return runner.load_dataset(key, data, batch_size)
-
-
-def _feed_signature(read: Callable[[Any], Optional[InputSignature]], key: str, runner: Any) -> Optional[InputSignature]:
-    """The row signature of the runner's feed ``key``, as the framework's ``read`` finds it."""
-    return read(runner.feeds[key])
 
 
 def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:
