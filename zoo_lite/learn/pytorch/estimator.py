@@ -42,6 +42,17 @@ TORCH = Framework(
 )
 
 
+def _untrained_extras(spec: TorchSpec, model: torch.nn.Module) -> dict[str, Any]:
+    """The optimizer's and scheduler's state before any step, with the counters at 0: the state a
+    checkpoint saved before training restores (without them, a worker would keep the momentum of
+    its last fit). Building them here also gives a clear error for a bad creator before any worker
+    starts."""
+    optimizer = spec.build_optimizer(model)
+    scheduler = spec.scheduler_creator(optimizer, spec.config) if spec.scheduler_creator and optimizer else None
+    return {"optimizer_state": optimizer.state_dict() if optimizer is not None else None,
+            "scheduler_state": scheduler.state_dict() if scheduler is not None else None, "epoch": 0, "global_step": 0}
+
+
 @suggest_keywords
 class TorchEstimator(GroupEstimator):
     """A PyTorch model trained data-parallel on Ray workers inside the Spark executors.
@@ -53,8 +64,7 @@ class TorchEstimator(GroupEstimator):
                  log_level: int, start_timeout_s: float, max_failures: int = 3) -> None:
         torch.manual_seed(spec.seed)
         model = build_model(spec.model, spec.config)
-        spec.build_optimizer(model)   # a clear error for a bad optimizer creator before any worker starts
-        extras = {"optimizer_state": None, "scheduler_state": None, "epoch": 0, "global_step": 0}
+        extras = _untrained_extras(spec, model)
         super().__init__(TORCH, spec, model, extras, workers, start_timeout_s, max_failures, model_dir,
                          learn_logger(log_level))
         self.use_tqdm = use_tqdm
