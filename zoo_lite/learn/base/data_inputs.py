@@ -9,7 +9,8 @@ Framework-specific inputs (DataLoader, tf.data, creator functions) are the frame
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING, Any, Optional
 
 from zoo_lite.data.convert import Columns, is_spark_df
 from zoo_lite.data.shard import SparkXShards, model_arrays_of
@@ -18,7 +19,7 @@ from zoo_lite.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from zoo_lite.data.ray_xshards import RayXShards
 
-__all__ = ["is_rows_input", "rows_in_ray", "check_has_rows"]
+__all__ = ["is_rows_input", "rows_in_ray", "RowsInRayAhead", "check_has_rows"]
 
 
 def is_rows_input(data: Any) -> bool:
@@ -60,13 +61,84 @@ def rows_in_ray(data: Any, columns: Columns, *, need_labels: bool = True, argume
     >>> rows_in_ray(shards, Columns.of()).partition_rows()
     [2, 2]
     """
-    in_ray = model_arrays_of(data, columns, need_labels=need_labels, argument=argument).to_ray()
+    return _put_in_ray(model_arrays_of(data, columns, need_labels=need_labels, argument=argument), argument)
+
+
+def _put_in_ray(arrays: SparkXShards, argument: str) -> "RayXShards":
+    in_ray = arrays.to_ray()
     try:
         check_has_rows(len(in_ray), argument)
     except InvalidArgumentError:
         in_ray.release()
         raise
     return in_ray
+
+
+class RowsInRayAhead:
+    """:func:`rows_in_ray` with its Spark job run in a thread of its own, so that the caller can
+    do something else meanwhile: an Estimator starts its worker group while the executors put the
+    rows into Ray (each took 0.1 to 0.7 s on 2 cores, one after the other before). The column
+    checks (:func:`~zoo_lite.data.shard.model_arrays_of`) run at once, in the caller's thread,
+    so a bad column is reported before anything starts.
+
+    Parameters
+    ----------
+    data, columns, need_labels, argument
+        As for :func:`rows_in_ray`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.data import XShards
+    >>> _ = init_orca_context(cores=2, init_ray_on_spark=True)
+    >>> shards = XShards.partition({"x": np.zeros((4, 2)), "y": np.arange(4)}, num_shards=2)
+    >>> ahead = RowsInRayAhead(shards, Columns.of())
+    >>> in_ray = ahead.result()
+    >>> in_ray.partition_rows()
+    [2, 2]
+    >>> in_ray.release()
+    """
+
+    def __init__(self, data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> None:
+        arrays = model_arrays_of(data, columns, need_labels=need_labels, argument=argument)
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._in_ray: Optional["RayXShards"] = None
+        self._error: Optional[BaseException] = None
+        self._discarded = False
+        threading.Thread(target=self._run, args=(arrays, argument), name="zoo_lite-rows-in-ray", daemon=True).start()
+
+    def _run(self, arrays: SparkXShards, argument: str) -> None:
+        in_ray, error = None, None
+        try:
+            in_ray = _put_in_ray(arrays, argument)
+        except BaseException as raised:  # noqa: BLE001 - handed to the caller by result()
+            error = raised
+        with self._lock:
+            self._in_ray, self._error = in_ray, error
+            discarded = self._discarded
+            self._done.set()
+        if discarded and in_ray is not None:
+            in_ray.release()
+
+    def result(self) -> "RayXShards":
+        """The rows in Ray, once the job is done (a Spark job: no bound of zoo_lite's, as any
+        XShards action), or the error it raised. The caller releases them."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._in_ray is not None
+        return self._in_ray
+
+    def discard(self) -> None:
+        """The rows are not wanted after all: released as soon as the job is done, without
+        waiting for it."""
+        with self._lock:
+            self._discarded = True
+            in_ray = self._in_ray if self._done.is_set() else None
+        if in_ray is not None:
+            in_ray.release()
 
 
 def check_has_rows(total_rows: int, argument: str = "data") -> None:

@@ -18,7 +18,7 @@ import signal
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Mapping, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.keywords import suggest_keywords
 from zoo_lite.learn.base import checkpoints, runner_calls, steps
-from zoo_lite.learn.base.data_inputs import check_has_rows, is_rows_input, rows_in_ray
+from zoo_lite.learn.base.data_inputs import RowsInRayAhead, check_has_rows, is_rows_input, rows_in_ray
 from zoo_lite.learn.base.file_relay import FitFiles
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import InputSignature, predict_spark_df, predict_xshards, row_signature
@@ -37,6 +37,9 @@ from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, check_task
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
 from zoo_lite.learn.base.worker_group import (Standby, WorkerGroup, Workers, start_worker_group, started_again_if_port_taken,
                                               wait_for_free_cpus)
+
+if TYPE_CHECKING:
+    from zoo_lite.data.ray_xshards import RayXShards
 
 __all__ = ["GroupEstimator", "FitRequest", "FitRecovery", "EstimatorEntry", "Cols", "TRAIN", "VALIDATION", "EVALUATION"]
 
@@ -431,6 +434,26 @@ class GroupEstimator:
             self._call_keys.add(key)
             if rows_input:
                 return self._bind_rows(key, data, columns, batch_size, need_labels), batch_size
+        ahead = self._rows_ahead_of_a_group_start(data, columns, need_labels) if rows_input else None
+        try:
+            return self._load_started(key, data, columns, batch_size, need_labels, ahead)
+        except BaseException:
+            if ahead is not None:
+                ahead.discard()
+            raise
+
+    def _rows_ahead_of_a_group_start(self, data: Any, columns: Columns, need_labels: bool) -> Optional[RowsInRayAhead]:
+        """Where a Ray worker group is about to start, the rows' Spark job started now, to run
+        beside the start; else None (they are put into Ray when needed)."""
+        if self._on_spark or (self._group is not None and self._group.is_alive_in_current_ray()):
+            return None
+        ray_context_started_on_demand()
+        return RowsInRayAhead(data, columns, need_labels=need_labels)
+
+    def _load_started(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool,
+                      ahead: Optional[RowsInRayAhead]) -> tuple[int, int]:
+        """:meth:`_load` once the rows' Spark job runs (``ahead``), if they are rows and a group starts."""
+        rows_input = is_rows_input(data)
         group = self._workers()
         loaded = self._feeds.get(key)
         if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
@@ -446,7 +469,8 @@ class GroupEstimator:
             batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
         _check_batch_covers_workers(batch_size, group.num_workers)
         if rows_input:
-            total_rows = self._load_rows(key, data, columns, need_labels)
+            in_ray = ahead.result() if ahead is not None else rows_in_ray(data, columns, need_labels=need_labels)
+            total_rows = self._load_rows(key, in_ray)
         else:
             total_rows = self._call(functools.partial(runner_calls.load_dataset, key, shipped, batch_size))[0]
             check_has_rows(total_rows)
@@ -491,10 +515,10 @@ class GroupEstimator:
             self._see_signature(row_signature(bound.feed.template["x"]))   # the one-row shard the driver holds
         return bound.feed.total_rows
 
-    def _load_rows(self, key: str, data: Any, columns: Columns, need_labels: bool) -> int:
-        """Spread the rows of an XShards or DataFrame over the workers, local partitions first."""
+    def _load_rows(self, key: str, in_ray: "RayXShards") -> int:
+        """Spread rows in Ray (of an XShards or DataFrame) over the workers, local partitions first;
+        they are released after."""
         assert self._group is not None
-        in_ray = rows_in_ray(data, columns, need_labels=need_labels)
         try:
             partition_rows = in_ray.partition_rows()
             held = in_ray.assign_partition_ranges(self._group.actors)
