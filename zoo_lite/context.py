@@ -668,9 +668,7 @@ class _OrcaContextMeta(type):
 
     @warm_workers.setter
     def warm_workers(cls, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"OrcaContext.warm_workers={value!r} must be True or False")
-        cls._warm_workers = value
+        cls._warm_workers = _checked_bool_setting("warm_workers", value)
 
     @property
     def _shard_size(cls) -> Optional[int]:  # type: ignore[override]
@@ -733,9 +731,14 @@ class _OrcaContextMeta(type):
 
     @_eager_mode.setter
     def _eager_mode(cls, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"OrcaContext._eager_mode={value!r} must be True or False")
-        cls._eager_mode_value = value
+        cls._eager_mode_value = _checked_bool_setting("_eager_mode", value)
+
+
+def _checked_bool_setting(name: str, value: Any) -> bool:
+    """``value`` of the setting ``OrcaContext.<name>``, refused unless it is a bool."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"OrcaContext.{name}={value!r} must be True or False")
+    return value
 
 
 class OrcaContext(metaclass=_OrcaContextMeta):
