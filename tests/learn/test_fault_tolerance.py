@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import keras
 import numpy as np
@@ -83,13 +83,17 @@ TORCH_CASES = [("shared_memory", 16), ("gloo", 16), ("shared_memory", 96)]
 
 
 @pytest.fixture(scope="module")
-def uninterrupted_torch(ray_local_cluster) -> dict:
-    """Weights after an uninterrupted seeded fit, per case."""
+def uninterrupted_torch(ray_local_cluster, tmp_path_factory) -> dict:
+    """Weights after an uninterrupted seeded fit, per case; the cases of one exchange are fit by one
+    Estimator, back to its untrained state between them."""
     weights = {}
-    for exchange, batch_size in TORCH_CASES:
+    for exchange in dict.fromkeys(exchange for exchange, _ in TORCH_CASES):
         est = torch_estimator(exchange)
-        est.fit(regression_shards(), epochs=EPOCHS, batch_size=batch_size)
-        weights[exchange, batch_size] = torch_weights(est)
+        untrained = est.save_checkpoint(os.path.join(tmp_path_factory.mktemp("untrained"), f"{exchange}.ckpt"))
+        for batch_size in [batch for case_exchange, batch in TORCH_CASES if case_exchange == exchange]:
+            est.load_checkpoint(untrained)
+            est.fit(regression_shards(), epochs=EPOCHS, batch_size=batch_size)
+            weights[exchange, batch_size] = torch_weights(est)
         est.shutdown()
     return weights
 
@@ -217,28 +221,44 @@ def test_max_failures_zero_turns_recovery_off(ray_local_cluster, tmp_path) -> No
     est.shutdown()
 
 
+def keras_stopper() -> "keras.callbacks.Callback":
+    """Never sees a gain after the first epoch, so it stops after epoch 3 unless its count is lost."""
+    return keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e9)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_keras(ray_local_cluster) -> Callable[[str], tuple[list[float], list[np.ndarray]]]:
+    """The losses and weights of an uninterrupted seeded Keras fit (3 epochs: ``keras_stopper``
+    ends it there) per gradient exchange, fit on first use and kept for the module's tests."""
+    kept: dict[str, tuple[list[float], list[np.ndarray]]] = {}
+
+    def uninterrupted(exchange: str) -> tuple[list[float], list[np.ndarray]]:
+        if exchange not in kept:
+            settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
+            reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
+            expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[keras_stopper()])
+            assert len(expected["loss"]) == 3
+            kept[exchange] = expected["loss"], [w.copy() for w in reference.get_model().get_weights()]
+            reference.shutdown()
+        return kept[exchange]
+
+    return uninterrupted
+
+
 @pytest.mark.parametrize("exchange", ["shared_memory", "collective"])
 def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupted_weights(
-        ray_local_cluster, exchange, tmp_path, learn_log) -> None:
+        uninterrupted_keras, exchange, tmp_path, learn_log) -> None:
     settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
-    def stopper():   # never sees a gain after the first epoch, so it stops after epoch 3 unless its count is lost
-        return keras.callbacks.EarlyStopping(monitor="loss", patience=2, min_delta=1e9)
-
-    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
-    expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[stopper()])
-    assert len(expected["loss"]) == 3
-    expected_weights = [w.copy() for w in reference.get_model().get_weights()]
-    reference.shutdown()
-
+    expected_losses, expected_weights = uninterrupted_keras(exchange)
     est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
     killer = faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
     csv_path = tmp_path / "log.csv"
     history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0,
-                      callbacks=[killer, keras.callbacks.CSVLogger(str(csv_path)), stopper()])
+                      callbacks=[killer, keras.callbacks.CSVLogger(str(csv_path)), keras_stopper()])
 
     assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
     assert len(history["loss"]) == 3, "EarlyStopping's count did not survive the resume"
-    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    np.testing.assert_allclose(history["loss"], expected_losses, rtol=1e-5)
     with open(csv_path) as file:   # the CSV keeps the epochs before the loss
         assert [row.split(",")[0] for row in file.read().splitlines()] == ["epoch", "0", "1", "2"]
     for got, want in zip(est.get_model().get_weights(), expected_weights):
@@ -247,19 +267,16 @@ def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
     est.shutdown()
 
 
-def test_a_keras_fit_resumes_on_standby_workers(ray_local_cluster, tmp_path, learn_log) -> None:
-    settings = WorkerConfig(standby_workers=True)
-    reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, seed=5)
-    expected = reference.fit(regression_shards(), epochs=3, batch_size=16, verbose=0)
-    expected_weights = [w.copy() for w in reference.get_model().get_weights()]
-    reference.shutdown()
+def test_a_keras_fit_resumes_on_standby_workers(uninterrupted_keras, tmp_path, learn_log) -> None:
+    settings = WorkerConfig(standby_workers=True)   # on one host: the shared-memory exchange, as by default
+    expected_losses, expected_weights = uninterrupted_keras("shared_memory")
 
     est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
     killer = faults.KerasKiller(epoch=1, step=1, marker=str(tmp_path / "killed"))
     history = est.fit(regression_shards(), epochs=3, batch_size=16, verbose=0, callbacks=[killer])
 
     assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
-    np.testing.assert_allclose(history["loss"], expected["loss"], rtol=1e-5)
+    np.testing.assert_allclose(history["loss"], expected_losses, rtol=1e-5)
     for got, want in zip(est.get_model().get_weights(), expected_weights):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
     assert any("worker 0 lost in epoch 2; resuming from epoch 1 on 2 standby workers" in line for line in learn_log), learn_log

@@ -18,6 +18,7 @@ import ray
 import tensorflow as tf
 
 from tests.learn import keras_models
+from tests.learn.conftest import shared_estimator_fixtures
 from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
@@ -31,6 +32,9 @@ pytestmark = pytest.mark.timeout(600)
 
 def linear_estimator(**options):
     return Estimator.from_keras(model_creator=keras_models.linear_model, seed=0, **options)
+
+
+_shared_linear, linear = shared_estimator_fixtures(linear_estimator)
 
 
 def regression_shards(rows: int, sizes: list[int]):
@@ -215,18 +219,17 @@ def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row
     est.shutdown()
 
 
-def test_double_columns_feed_a_float32_model_and_predict_keeps_every_column(two_workers) -> None:
+def test_double_columns_feed_a_float32_model_and_predict_keeps_every_column(two_workers, linear) -> None:
     x, y = keras_models.regression_rows(60)
     pdf = pd.DataFrame({"a": x[:, 0].astype(np.float64), "b": x[:, 1].astype(np.float64), "y": y.astype(np.float64)})
     df = two_workers.createDataFrame(pdf.assign(x=list(x.astype(np.float64))))
-    est = linear_estimator()
+    est = linear
     history = est.fit(df, epochs=30, batch_size=16, feature_cols=["x"], label_cols=["y"], verbose=0)
     assert history["loss"][-1] < 0.05 * history["loss"][0]
     predicted = est.predict(df, feature_cols=["x"])
     assert predicted.columns == df.columns + ["prediction"]
     assert predicted.schema["prediction"].dataType.simpleString() == "float"
     assert predicted.count() == 60
-    est.shutdown()
 
 
 # -- every input kind -----------------------------------------------------------------------------
@@ -247,8 +250,8 @@ def _input_kinds(spark):
     }
 
 
-def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> None:
-    est = linear_estimator()
+def test_every_data_input_kind_trains_and_evaluates(two_workers, linear, tmp_path) -> None:
+    est = linear
     start = str(tmp_path / "start.weights.h5")
     est.save_weights(start)
     for name, (data, columns) in _input_kinds(two_workers).items():
@@ -260,20 +263,15 @@ def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> No
         assert history["loss"][-1] < 1e-2 * history["loss"][0], (name, history["loss"])
         assert est.evaluate(data, batch_size=16, **columns)["loss"] < 1e-3 * before, name
         np.testing.assert_allclose(est.get_model().get_weights()[0][:, 0], [1.5, -2.0], atol=0.05, err_msg=name)
-    est.shutdown()
 
 
 @pytest.mark.parametrize("sizes", [[30], [0, 30, 0], [29, 1]], ids=["one partition", "empty partitions", "a 1-row partition"])
-def test_fewer_or_empty_partitions_than_workers_still_train(two_workers, sizes) -> None:
-    est = linear_estimator()
-    try:
-        history = est.fit(regression_shards(30, sizes), epochs=3, batch_size=4, verbose=0)
-        assert history["loss"][-1] < 0.3 * history["loss"][0], history["loss"]   # about 1.2 to 0.08 when measured
-        assert est.evaluate(regression_shards(30, sizes), batch_size=4)["loss"] == pytest.approx(
-            float(np.mean((est.get_model().predict(keras_models.regression_rows(30)[0], verbose=0)[:, 0]
-                           - keras_models.regression_rows(30)[1]) ** 2)), rel=1e-4)
-    finally:
-        est.shutdown()
+def test_fewer_or_empty_partitions_than_workers_still_train(two_workers, linear, sizes) -> None:
+    history = linear.fit(regression_shards(30, sizes), epochs=3, batch_size=4, verbose=0)
+    assert history["loss"][-1] < 0.3 * history["loss"][0], history["loss"]   # about 1.2 to 0.08 when measured
+    assert linear.evaluate(regression_shards(30, sizes), batch_size=4)["loss"] == pytest.approx(
+        float(np.mean((linear.get_model().predict(keras_models.regression_rows(30)[0], verbose=0)[:, 0]
+                       - keras_models.regression_rows(30)[1]) ** 2)), rel=1e-4)
 
 
 def test_multi_input_models_take_one_input_per_feature_column(two_workers) -> None:
@@ -295,26 +293,26 @@ def test_multi_input_models_take_one_input_per_feature_column(two_workers) -> No
 
 # -- callbacks, progress, checkpoints ------------------------------------------------------------
 
-def test_early_stopping_stops_every_worker_and_restores_the_best_weights(two_workers) -> None:
-    est = linear_estimator()
+def test_early_stopping_stops_every_worker_and_restores_the_best_weights(two_workers, _shared_linear) -> None:
+    est, untrained = _shared_linear
+    est.load_checkpoint(untrained)
     stop = keras.callbacks.EarlyStopping(monitor="loss", min_delta=1e9, patience=1, restore_best_weights=True)
     history = keras.callbacks.History()
     result = est.fit(regression_shards(40, [20, 20]), epochs=20, batch_size=8, callbacks=[stop, history], verbose=0)
     assert len(result["loss"]) == 2   # epoch 1 sets the baseline, epoch 2 does not improve by 1e9
     assert history.history["loss"] == result["loss"] and history.epoch == [0, 1]
+    restored = est.get_model().get_weights()
     # the weights are those after the first epoch: the same as one epoch from the same start gives
-    one_epoch = linear_estimator()
-    one_epoch.fit(regression_shards(40, [20, 20]), epochs=1, batch_size=8, verbose=0)
-    for restored, expected in zip(est.get_model().get_weights(), one_epoch.get_model().get_weights()):
-        np.testing.assert_allclose(restored, expected, atol=1e-6, rtol=0)
-    est.shutdown()
-    one_epoch.shutdown()
+    est.load_checkpoint(untrained)
+    est.fit(regression_shards(40, [20, 20]), epochs=1, batch_size=8, verbose=0)
+    for kept, expected in zip(restored, est.get_model().get_weights()):
+        np.testing.assert_allclose(kept, expected, atol=1e-6, rtol=0)
 
 
-def test_file_writing_callbacks_write_once_and_schedules_change_every_worker(two_workers, tmp_path) -> None:
+def test_file_writing_callbacks_write_once_and_schedules_change_every_worker(two_workers, linear, tmp_path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    est = linear_estimator()
+    est = linear
     data = regression_shards(40, [15, 25])
     lambda_log = tmp_path / "lambda.log"
     callbacks = [
@@ -341,7 +339,6 @@ def test_file_writing_callbacks_write_once_and_schedules_change_every_worker(two
     assert "epoch_loss" in accumulator.Tags()["tensors"] + accumulator.Tags()["scalars"]
     # the scheduler set 0.1 / 3 at epoch 2, then ReduceLROnPlateau halved it on every worker alike
     assert float(est.get_model().optimizer.learning_rate) == pytest.approx(0.1 / 3 / 2, rel=1e-5)
-    est.shutdown()
 
 
 def test_model_dir_checkpoints_resume_at_the_next_epoch_exactly(two_workers, tmp_path) -> None:
@@ -361,21 +358,18 @@ def test_model_dir_checkpoints_resume_at_the_next_epoch_exactly(two_workers, tmp
     resumed.shutdown()
 
 
-def test_progress_bar_shows_steps_on_the_driver(two_workers, capfd) -> None:
-    est = linear_estimator()
-    est.fit(regression_shards(40, [20, 20]), epochs=2, batch_size=10, verbose=1)
+def test_progress_bar_shows_steps_on_the_driver(two_workers, linear, capfd) -> None:
+    linear.fit(regression_shards(40, [20, 20]), epochs=2, batch_size=10, verbose=1)
     assert "8/8" in capfd.readouterr().err   # 2 epochs × 4 steps
-    est.shutdown()
 
 
-def test_save_load_and_weights_round_trips_give_equal_predictions(two_workers, tmp_path) -> None:
+def test_save_load_and_weights_round_trips_give_equal_predictions(two_workers, linear, tmp_path) -> None:
     data = regression_shards(40, [20, 20])
-    est = linear_estimator()
+    est = linear
     est.fit(data, epochs=3, batch_size=10, verbose=0)
     expected = np.concatenate([s["prediction"] for s in est.predict(data).collect()])
     est.save(str(tmp_path / "model.keras"))
     est.save_weights(str(tmp_path / "model.weights.h5"))
-    est.shutdown()
 
     restored = Estimator.from_keras(model_creator=keras_models.linear_model, seed=9)
     restored.load(str(tmp_path / "model.keras"))
@@ -512,9 +506,9 @@ def test_construction_errors_name_the_argument() -> None:
     assert est.get_model().compiled
 
 
-def test_bad_inputs_get_clear_errors(two_workers) -> None:
+def test_bad_inputs_get_clear_errors(two_workers, linear) -> None:
     spark = two_workers
-    est = linear_estimator()
+    est = linear
     shards = regression_shards(10, [5, 5])
     df = spark.createDataFrame(pd.DataFrame({"a": [[1.0, 2.0], [0.0, 1.0]], "y": [0.0, 1.0]}))
     with pytest.raises(InvalidArgumentError, match=r"label_cols: the labels have shape \(2,\) per row but the model's output has \(1,\)"):
@@ -574,7 +568,6 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
         est.fit(shards, epochs=0)
     # the estimator still works after all of these
     assert len(est.fit(shards, batch_size=4, verbose=0)["loss"]) == 1
-    est.shutdown()
 
 
 def test_a_two_output_model_is_refused_by_fit_and_predicted_into_two_columns(two_workers) -> None:

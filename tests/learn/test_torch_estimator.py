@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from tests.learn import models
+from tests.learn.conftest import shared_estimator_fixtures
 from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
 from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
@@ -33,6 +34,9 @@ def linear_estimator(**options) -> "Estimator":
     model = nn.Linear(2, 1)
     return Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                                 loss=nn.MSELoss(), seed=0, **options)
+
+
+_shared_linear, linear = shared_estimator_fixtures(linear_estimator)
 
 
 # -- exact semantics ------------------------------------------------------------------------------
@@ -155,21 +159,20 @@ def test_digits_from_a_spark_dataframe_reaches_90_percent_and_predicts_every_row
     est.shutdown()
 
 
-def test_vector_columns_and_double_columns_feed_a_float32_model(two_workers) -> None:
+def test_vector_columns_and_double_columns_feed_a_float32_model(two_workers, linear) -> None:
     from pyspark.ml.feature import VectorAssembler
 
     arrays = regression_arrays(60)
     pdf = pd.DataFrame({"a": arrays["x"][:, 0].astype(np.float64), "b": arrays["x"][:, 1].astype(np.float64),
                         "y": arrays["y"].astype(np.float64)})
     df = VectorAssembler(inputCols=["a", "b"], outputCol="vec").transform(two_workers.createDataFrame(pdf))
-    est = linear_estimator()
+    est = linear
     history = est.fit(df, epochs=30, batch_size=16, feature_cols=["vec"], label_cols=["y"])
     assert history[-1]["train_loss"] < 0.05 * history[0]["train_loss"]
     predicted = est.predict(df, feature_cols="vec")
     assert predicted.schema["prediction"].dataType.simpleString() == "float"
     assert predicted.schema["vec"].dataType == df.schema["vec"].dataType
     assert predicted.count() == 60
-    est.shutdown()
 
 
 # -- every input kind -----------------------------------------------------------------------------
@@ -187,11 +190,11 @@ def _input_kinds(spark):
     }
 
 
-def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> None:
+def test_every_data_input_kind_trains_and_evaluates(two_workers, linear, tmp_path) -> None:
     """Every kind trains the same model from the same start to the known solution y = 1.5 a - 2 b
     (from an already trained model, a loss of 4e-14 'falling' to 5e-14 once failed a check that
     it falls)."""
-    est = linear_estimator()
+    est = linear
     start = est.save(str(tmp_path / "start.pt"))
     for name, (data, columns) in _input_kinds(two_workers).items():
         est.load(start)   # every kind trains from the same start
@@ -202,18 +205,13 @@ def test_every_data_input_kind_trains_and_evaluates(two_workers, tmp_path) -> No
         np.testing.assert_allclose(model.weight.detach().numpy(), [[1.5, -2.0]], atol=0.05, err_msg=name)
         np.testing.assert_allclose(model.bias.detach().numpy(), [0.0], atol=0.05, err_msg=name)
         assert est.evaluate(data, batch_size=16, **columns)["num_samples"] == 64, name
-    est.shutdown()
 
 
 @pytest.mark.parametrize("sizes", [[30], [0, 30, 0], [29, 1]], ids=["one partition", "empty partitions", "a 1-row partition"])
-def test_fewer_or_empty_partitions_than_workers_still_use_every_row_once(two_workers, sizes) -> None:
-    est = linear_estimator()
-    try:
-        history = est.fit(shards_with_sizes(regression_arrays(30), sizes), epochs=2, batch_size=4)
-        assert [h["num_samples"] for h in history] == [30, 30]
-        assert est.evaluate(shards_with_sizes(regression_arrays(30), sizes), batch_size=4)["num_samples"] == 30
-    finally:
-        est.shutdown()
+def test_fewer_or_empty_partitions_than_workers_still_use_every_row_once(two_workers, linear, sizes) -> None:
+    history = linear.fit(shards_with_sizes(regression_arrays(30), sizes), epochs=2, batch_size=4)
+    assert [h["num_samples"] for h in history] == [30, 30]
+    assert linear.evaluate(shards_with_sizes(regression_arrays(30), sizes), batch_size=4)["num_samples"] == 30
 
 
 def test_multi_input_models_take_one_input_per_entry(two_workers) -> None:
@@ -391,10 +389,10 @@ class RecordHooks(Callback):
     def after_train_iter(self, runner): self._record(runner, "after_train_iter")
 
 
-def test_callbacks_run_on_every_worker_and_checkpoints_and_event_files_are_written(two_workers, tmp_path) -> None:
+def test_callbacks_run_on_every_worker_and_checkpoints_and_event_files_are_written(two_workers, linear, tmp_path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    est = linear_estimator()
+    est = linear
     hooks, checkpoints, events = tmp_path / "hooks", tmp_path / "ckpt", tmp_path / "tb"
     hooks.mkdir()
     data = shards_with_sizes(regression_arrays(40), [15, 25])
@@ -412,18 +410,16 @@ def test_callbacks_run_on_every_worker_and_checkpoints_and_event_files_are_writt
     accumulator.Reload()
     assert {"epoch/train_loss", "epoch/val_loss", "train/step_loss"} <= set(accumulator.Tags()["scalars"])
     assert [event.step for event in accumulator.Scalars("epoch/train_loss")] == [1, 2, 3]
-    est.shutdown()
 
 
-def test_relative_callback_paths_are_the_drivers(two_workers, tmp_path, monkeypatch) -> None:
+def test_relative_callback_paths_are_the_drivers(two_workers, linear, tmp_path, monkeypatch) -> None:
     """The workers run elsewhere (Ray's own working directory): a relative path is the driver's."""
     monkeypatch.chdir(tmp_path)
-    est = linear_estimator()
+    est = linear
     est.fit(shards_with_sizes(regression_arrays(20), [10, 10]), epochs=2, batch_size=10,
             callbacks=[ModelCheckpoint("ckpt"), TensorBoard("tb")])
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["epoch=1.ckpt", "epoch=2.ckpt"]
     assert glob.glob(str(tmp_path / "tb" / "events.out.tfevents*"))
-    est.shutdown()
 
 
 def test_tqdm_progress_shows_steps_on_the_driver(two_workers, capfd) -> None:
@@ -433,19 +429,42 @@ def test_tqdm_progress_shows_steps_on_the_driver(two_workers, capfd) -> None:
     est.shutdown()
 
 
-def test_save_and_load_give_equal_predictions(two_workers, tmp_path) -> None:
+def test_save_and_load_give_equal_predictions(two_workers, linear, tmp_path) -> None:
     data = shards_with_sizes(regression_arrays(40), [20, 20])
-    est = linear_estimator()
+    est = linear
     est.fit(data, epochs=3, batch_size=10)
     est.save(str(tmp_path / "model.pt"))
     expected = np.concatenate([s["prediction"] for s in est.predict(data).collect()])
-    est.shutdown()
     restored = linear_estimator()
     restored.load(str(tmp_path / "model.pt"))
     got = np.concatenate([s["prediction"] for s in restored.predict(data).collect()])
     np.testing.assert_array_equal(got, expected)
     with pytest.raises(InvalidArgumentError, match="no checkpoint at path="):
         restored.load(str(tmp_path / "missing.pt"))
+
+
+def test_a_checkpoint_saved_before_training_resets_the_optimizer_of_a_trained_estimator(two_workers, tmp_path) -> None:
+    """Loaded after a fit, it takes the momentum and the scheduler's step back too (they were kept
+    before), so the next fit equals a new Estimator's."""
+    def momentum_estimator() -> "Estimator":
+        torch.manual_seed(0)
+        model = nn.Linear(2, 1)
+        return Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                    loss=nn.MSELoss(), seed=1,
+                                    scheduler_creator=lambda optimizer, config: torch.optim.lr_scheduler.StepLR(optimizer, 1, 0.5))
+    data = shards_with_sizes(regression_arrays(40), [20, 20])
+    new = momentum_estimator()
+    new.fit(data, epochs=2, batch_size=40)
+    expected = [p.detach().numpy().copy() for p in new.get_model().parameters()]
+    new.shutdown()
+    est = momentum_estimator()
+    untrained = est.save_checkpoint(str(tmp_path / "untrained.ckpt"))
+    est.fit(data, epochs=3, batch_size=10)
+    est.load_checkpoint(untrained)
+    est.fit(data, epochs=2, batch_size=40)
+    for got, want in zip(est.get_model().parameters(), expected):
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=0, atol=1e-6)
+    est.shutdown()
 
 
 def test_resuming_from_a_checkpoint_continues_at_the_next_epoch_exactly(two_workers, tmp_path) -> None:
@@ -469,10 +488,10 @@ def test_resuming_from_a_checkpoint_continues_at_the_next_epoch_exactly(two_work
 
 # -- bad input and faults -------------------------------------------------------------------------
 
-def test_bad_inputs_get_clear_errors(two_workers) -> None:
+def test_bad_inputs_get_clear_errors(two_workers, linear) -> None:
     spark = two_workers
     df = spark.createDataFrame(pd.DataFrame({"a": [1.0, 2.0, 3.0], "s": ["x", "y", "z"], "y": [0.0, 1.0, 0.0]}))
-    est = linear_estimator()
+    est = linear
     with pytest.raises(ColumnNotFoundError, match=r"feature_cols=\['nope'\]: column\(s\) \['nope'\] not found"):
         est.fit(df, feature_cols=["nope"], label_cols=["y"])
     with pytest.raises(InvalidArgumentError, match="feature_cols: column 's' has type string, which is not numeric"):
@@ -500,7 +519,6 @@ def test_bad_inputs_get_clear_errors(two_workers) -> None:
         est.fit(shards_with_sizes(regression_arrays(10), [5, 5]), epochs=0)
     # the estimator still works after all of these
     assert est.fit(shards_with_sizes(regression_arrays(10), [5, 5]), batch_size=4)[0]["num_samples"] == 10
-    est.shutdown()
 
 
 def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recovers(two_workers) -> None:
@@ -520,14 +538,13 @@ def test_a_worker_exception_reaches_the_driver_quickly_and_the_estimator_recover
     est.shutdown()
 
 
-def test_dict_shards_with_feature_cols_train_and_predict_on_those_keys(two_workers) -> None:
+def test_dict_shards_with_feature_cols_train_and_predict_on_those_keys(two_workers, linear) -> None:
     arrays = regression_arrays(40)
     named = {"a": arrays["x"], "noise": np.full((40, 3), 99.0, dtype=np.float32), "target": arrays["y"]}
-    est = linear_estimator()
+    est = linear
     est.fit(shards_with_sizes(named, [20, 20]), epochs=2, batch_size=10, feature_cols="a", label_cols="target")
     by_key = np.concatenate([s["prediction"] for s in est.predict(shards_with_sizes(named, [20, 20]), feature_cols="a").collect()])
     by_x = np.concatenate([s["prediction"] for s in est.predict(shards_with_sizes(arrays, [20, 20])).collect()])
     np.testing.assert_array_equal(by_key, by_x)
     with pytest.raises(ColumnNotFoundError, match="'b'"):
         est.predict(shards_with_sizes(named, [20, 20]), feature_cols="b").collect()
-    est.shutdown()
