@@ -454,17 +454,17 @@ class GroupEstimator:
                       ahead: Optional[RowsInRayAhead]) -> tuple[int, int]:
         """:meth:`_load` once the rows' Spark job runs (``ahead``), if they are rows and a group starts."""
         rows_input = is_rows_input(data)
+        if not rows_input and not self.framework.is_input(data):   # before a worker group starts for nothing
+            raise InvalidArgumentError(
+                f"data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
+                f"{self.framework.inputs}"
+            )
+        shipped = None if rows_input else self.framework.prepare_input(data)   # refuses what the workers cannot run
         group = self._workers()
         loaded = self._feeds.get(key)
         if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
             return loaded.total_rows, batch_size
         self._feeds.pop(key, None)
-        if not rows_input and not self.framework.is_input(data):
-            raise InvalidArgumentError(
-                f"data is a {kind_of(data)}; pass an XShards, a Spark DataFrame (with feature_cols and label_cols), "
-                f"{self.framework.inputs}"
-            )
-        shipped = None if rows_input else self.framework.prepare_input(data)
         if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
             batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
         _check_batch_covers_workers(batch_size, group.num_workers)
