@@ -261,7 +261,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 
     args = parse_args(argv)
-    command = command_line("benchmarks/bench_start.py", argv)
+    command = command_line("bench_start.py", argv)
     ship_to_workers(_mlp_data, bench_spark_backend, bench_torch_fit)   # Ray Train's and TorchDistributor's functions
     cases: dict[str, Timing] = {}
     cost: list[dict[str, float]] = []
