@@ -48,7 +48,7 @@ def _untrained_extras(spec: TorchSpec, model: torch.nn.Module) -> dict[str, Any]
     its last fit). Building them here also gives a clear error for a bad creator before any worker
     starts."""
     optimizer = spec.build_optimizer(model)
-    scheduler = spec.scheduler_creator(optimizer, spec.config) if spec.scheduler_creator and optimizer else None
+    scheduler = spec.build_scheduler(optimizer)
     return {"optimizer_state": optimizer.state_dict() if optimizer is not None else None,
             "scheduler_state": scheduler.state_dict() if scheduler is not None else None, "epoch": 0, "global_step": 0}
 

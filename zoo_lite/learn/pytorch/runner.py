@@ -101,7 +101,7 @@ class TorchRunner(RunnerBase):
         self.optimizer = spec.build_optimizer(self.model)
         self.loss_fn = spec.build_loss()
         self.label_rule = (self.float_dtype, TargetRule.of(self.loss_fn))   # class indices or floats, decided once
-        self.scheduler = spec.scheduler_creator(self.optimizer, spec.config) if spec.scheduler_creator and self.optimizer else None
+        self.scheduler = spec.build_scheduler(self.optimizer)
         self.metrics = _Metrics(spec.metrics)
         self.exchange: NoExchange | FlatExchange = NoExchange()   # the real one once connected
         self._store: Optional[dist.TCPStore] = None   # rank 0's rendezvous store, served from listen()

@@ -274,6 +274,13 @@ class TorchSpec:
             )
         return optimizer
 
+    def build_scheduler(self, optimizer: Optional[torch.optim.Optimizer]) -> Any:
+        """The learning-rate scheduler of ``optimizer`` from ``scheduler_creator``, or None
+        (no creator, or no optimizer)."""
+        if self.scheduler_creator is None or optimizer is None:
+            return None
+        return self.scheduler_creator(optimizer, self.config)
+
     def build_loss(self) -> Optional[Callable[..., torch.Tensor]]:
         if self.loss_creator is None:
             return None
