@@ -10,7 +10,8 @@ Framework-specific inputs (DataLoader, tf.data, creator functions) are the frame
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Optional
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 from zoo_lite.data.convert import Columns, is_spark_df
 from zoo_lite.data.shard import SparkXShards, model_arrays_of
@@ -102,43 +103,29 @@ class RowsInRayAhead:
 
     def __init__(self, data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> None:
         arrays = model_arrays_of(data, columns, need_labels=need_labels, argument=argument)
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._in_ray: Optional["RayXShards"] = None
-        self._error: Optional[BaseException] = None
-        self._discarded = False
+        self._put: Future = Future()
         threading.Thread(target=self._run, args=(arrays, argument), name="zoo_lite-rows-in-ray", daemon=True).start()
 
     def _run(self, arrays: SparkXShards, argument: str) -> None:
-        in_ray, error = None, None
         try:
-            in_ray = _put_in_ray(arrays, argument)
-        except BaseException as raised:  # noqa: BLE001 - handed to the caller by result()
-            error = raised
-        with self._lock:
-            self._in_ray, self._error = in_ray, error
-            discarded = self._discarded
-            self._done.set()
-        if discarded and in_ray is not None:
-            in_ray.release()
+            self._put.set_result(_put_in_ray(arrays, argument))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by result()
+            self._put.set_exception(error)
 
     def result(self) -> "RayXShards":
         """The rows in Ray, once the job is done (a Spark job: no bound of zoo_lite's, as any
         XShards action), or the error it raised. The caller releases them."""
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._in_ray is not None
-        return self._in_ray
+        return self._put.result()
 
     def discard(self) -> None:
         """The rows are not wanted after all: released as soon as the job is done, without
         waiting for it."""
-        with self._lock:
-            self._discarded = True
-            in_ray = self._in_ray if self._done.is_set() else None
-        if in_ray is not None:
-            in_ray.release()
+        self._put.add_done_callback(_release_if_put)
+
+
+def _release_if_put(put: Future) -> None:
+    if put.exception() is None:
+        put.result().release()
 
 
 def check_has_rows(total_rows: int, argument: str = "data") -> None:

@@ -214,7 +214,7 @@ class GroupEstimator:
         if self._on_spark:
             return self._spark_stage()
         ray_context_started_on_demand()   # first, so that a Ray that lost a node is restarted
-        if self._group is not None and not self._group.is_alive_in_current_ray():
+        if self._group is not None and not self._group_is_live():
             self._drop_group()
         if self._group is None:
             self._feeds = {}
@@ -442,10 +442,16 @@ class GroupEstimator:
                 ahead.discard()
             raise
 
+    def _group_is_live(self) -> bool:
+        """Whether the worker group can take calls: it exists and runs in the current Ray (a
+        :meth:`_workers` call starts one otherwise)."""
+        return self._group is not None and self._group.is_alive_in_current_ray()
+
     def _rows_ahead_of_a_group_start(self, data: Any, columns: Columns, need_labels: bool) -> Optional[RowsInRayAhead]:
         """Where a Ray worker group is about to start, the rows' Spark job started now, to run
-        beside the start; else None (they are put into Ray when needed)."""
-        if self._on_spark or (self._group is not None and self._group.is_alive_in_current_ray()):
+        beside the start; else None (they are put into Ray when needed). Not called on the Spark
+        backend, whose rows stay in Spark."""
+        if self._group_is_live():
             return None
         ray_context_started_on_demand()
         return RowsInRayAhead(data, columns, need_labels=need_labels)
