@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,46 @@ def test_the_registration_ends_with_the_block(project_module) -> None:
     with user_code_by_value():
         assert "my_project_model" in cloudpickle.list_registry_pickle_by_value()
     assert "my_project_model" not in cloudpickle.list_registry_pickle_by_value()
+
+
+def test_blocks_overlapping_on_two_threads_keep_the_registration_until_the_last_ends(project_module) -> None:
+    # a fit's calls and the rows loading beside it open blocks on two threads (CI failed on this)
+    both_inside, first_ended = threading.Barrier(2, timeout=30), threading.Event()
+    seen_after_first_ended: list[bool] = []
+
+    def first() -> None:
+        with user_code_by_value():
+            both_inside.wait()
+        first_ended.set()
+
+    def second() -> None:
+        with user_code_by_value():
+            both_inside.wait()
+            assert first_ended.wait(timeout=30)
+            seen_after_first_ended.append("my_project_model" in cloudpickle.list_registry_pickle_by_value())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    errors: list[BaseException] = []
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        threading.excepthook = threading.__excepthook__
+    assert not errors and seen_after_first_ended == [True]
+    assert "my_project_model" not in cloudpickle.list_registry_pickle_by_value()
+
+
+def test_a_module_the_user_registered_stays_registered_after_the_block(project_module) -> None:
+    cloudpickle.register_pickle_by_value(project_module)
+    try:
+        with user_code_by_value():
+            pass
+        assert "my_project_model" in cloudpickle.list_registry_pickle_by_value()
+    finally:
+        cloudpickle.unregister_pickle_by_value(project_module)
 
 
 TARGET_PACKAGE = '''

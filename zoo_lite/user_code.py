@@ -21,6 +21,7 @@ import importlib.metadata
 import os
 import sys
 import sysconfig
+import threading
 import types
 from typing import Any, Callable, Iterator, Optional
 
@@ -133,24 +134,55 @@ def user_code_by_value() -> Iterator[None]:
     >>> pickle.loads(payload) is len
     True
     """
-    picklers = []
+    picklers: list[types.ModuleType] = []
     from pyspark import cloudpickle as spark_cloudpickle
     picklers.append(spark_cloudpickle)
     if "ray" in sys.modules:
         from ray import cloudpickle as ray_cloudpickle
         picklers.append(ray_cloudpickle)
-    modules, registered = user_modules(), []
-    for pickler in picklers:
-        already = set(pickler.list_registry_pickle_by_value())
-        for module in modules:
-            if module.__name__ not in already and sys.modules.get(module.__name__) is module:
-                pickler.register_pickle_by_value(module)
-                registered.append((pickler, module))
+    held = _hold_by_value(picklers, user_modules())
     try:
         yield
     finally:
-        for pickler, module in registered:
-            pickler.unregister_pickle_by_value(module)
+        _release_by_value(held)
+
+
+#: guards ``_holds``: blocks on several threads (a fit and the rows loading beside it) overlap
+_holds_lock = threading.Lock()
+#: (pickler, module name) -> how many open blocks hold a registration that a block made
+_holds: dict[tuple[types.ModuleType, str], int] = {}
+
+
+def _hold_by_value(picklers: list[types.ModuleType],
+                   modules: list[types.ModuleType]) -> list[tuple[types.ModuleType, types.ModuleType]]:
+    """Register the modules by value, counting the blocks that need each registration, so that
+    the first block to end does not unregister what another thread is still pickling with."""
+    held = []
+    with _holds_lock:
+        for pickler in picklers:
+            already = set(pickler.list_registry_pickle_by_value())
+            for module in modules:
+                key = (pickler, module.__name__)
+                if key in _holds:
+                    _holds[key] += 1
+                elif module.__name__ not in already and sys.modules.get(module.__name__) is module:
+                    pickler.register_pickle_by_value(module)
+                    _holds[key] = 1
+                else:
+                    continue   # registered by the user: theirs to keep
+                held.append((pickler, module))
+    return held
+
+
+def _release_by_value(held: list[tuple[types.ModuleType, types.ModuleType]]) -> None:
+    with _holds_lock:
+        for pickler, module in held:
+            key = (pickler, module.__name__)
+            _holds[key] -= 1
+            if _holds[key] == 0:
+                del _holds[key]
+                if module.__name__ in pickler.list_registry_pickle_by_value():
+                    pickler.unregister_pickle_by_value(module)
 
 
 class ByValue:
