@@ -117,7 +117,7 @@ def test_token_authentication_stays_on_and_the_dashboard_is_off() -> None:
         """)
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
         env["RAY_AUTH_TOKEN_PATH"] = "/nonexistent/token"
-        env["RAY_gcs_rpc_server_connect_timeout_s"] = "5"
+        env["RAY_NUM_REDIS_GET_RETRIES"] = "2"   # Ray's driver retries a refused connection once a second, 20 times
         result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=180, env=env)
         assert "REFUSED" in result.stdout, result.stdout + result.stderr[-2000:]
     finally:
@@ -161,7 +161,7 @@ def test_bad_option_values_are_refused_before_anything_starts() -> None:
     assert not OrcaContext.is_active()
 
 
-def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> None:
+def test_a_fixed_port_in_use_is_named_before_ray_starts_and_leaves_nothing() -> None:
     stop_orca_context()
     test_started = time.time()
     with socket.socket() as busy:
@@ -169,11 +169,20 @@ def test_a_port_in_use_fails_fast_with_the_ray_output_and_leaves_nothing() -> No
         busy.listen(1)
         port = busy.getsockname()[1]
         started = time.monotonic()
-        # the raylet that cannot bind hangs rather than exits: the start-up timeout ends it
-        with pytest.raises(ClusterStartError, match=r"(?s)(failed to start|did not start within 20 s \(ray_start_timeout_s\)); last lines of `ray start`:"):
+        # a raylet that cannot bind hangs until ray_start_timeout_s: the probe before it tells at once
+        with pytest.raises(ClusterStartError, match=rf"extra_params=\{{'node_manager_port': {port}\}} fixes a port that is not free"):
             init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True,
-                              extra_params={"node_manager_port": port}, ray_start_timeout_s=20)
-        assert time.monotonic() - started < 120
+                              extra_params={"node_manager_port": port}, ray_start_timeout_s=120)
+        assert time.monotonic() - started < 60   # well inside ray_start_timeout_s
+    assert not OrcaContext.is_active()
+    assert not wait_until_gone(ray_watchdogs_since(test_started), timeout_s=30)
+
+
+def test_a_node_not_running_within_ray_start_timeout_s_is_ended_with_the_ray_output() -> None:
+    stop_orca_context()
+    test_started = time.time()
+    with pytest.raises(ClusterStartError, match=r"(?s)did not (start|bind its GCS port) within 1 s \(ray_start_timeout_s\); last lines of `ray start`:"):
+        init_orca_context(cluster_mode="local", cores=1, init_ray_on_spark=True, ray_start_timeout_s=1)
     assert not OrcaContext.is_active()
     assert not wait_until_gone(ray_watchdogs_since(test_started), timeout_s=30)
 

@@ -33,7 +33,7 @@ from zoo_lite.waiting import announced_wait
 
 __all__ = ["NodePlan", "NodeInfo", "LaunchedNode", "ray_start_command", "executor_process", "this_process",
            "node_name_for", "node_log_path", "rotate_node_logs", "barrier_task_starting_nodes", "launch_node", "start_node",
-           "read_gcs_port", "start_without_client_server", "library_temp_dirs", "LIBRARY_TEMP_DIRS", "executors_to_fill", "remove_orphaned_temp_dirs", "spark_executor_id", "SKIPPED"]
+           "read_gcs_port", "start_without_client_server", "check_fixed_ports_free", "library_temp_dirs", "LIBRARY_TEMP_DIRS", "executors_to_fill", "remove_orphaned_temp_dirs", "spark_executor_id", "SKIPPED"]
 
 T = TypeVar("T")
 
@@ -457,6 +457,48 @@ def remove_orphaned_temp_dirs(temp_root: str = _TEMP_ROOT) -> list[str]:
     return removed
 
 
+#: ``ray start`` options that fix one port of every node, and those that only the head binds
+_NODE_PORT_OPTIONS = ("node_manager_port", "object_manager_port", "metrics_export_port", "runtime_env_agent_port",
+                      "dashboard_agent_grpc_port", "dashboard_agent_listen_port")
+_HEAD_PORT_OPTIONS = ("port", "dashboard_port", "ray_client_server_port")
+
+
+def check_fixed_ports_free(extra_params: Mapping[str, Any], host: str, head: bool) -> None:
+    """Refuse a port fixed in ``extra_params`` that a process already listens on at ``host``.
+
+    A raylet that cannot bind its port does not exit: it hangs until ``ray_start_timeout_s``
+    ends it, with nothing in its output that says why. Probing first tells at once. (The probe
+    allows reuse, as Ray's servers do, so a port that only lingers after a closed connection
+    passes.)
+
+    Examples
+    --------
+    >>> import socket
+    >>> with socket.socket() as busy:
+    ...     busy.bind(("127.0.0.1", 0)); busy.listen(1)
+    ...     taken = busy.getsockname()[1]
+    ...     check_fixed_ports_free({"node_manager_port": taken}, "127.0.0.1", head=False)
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.ClusterStartError: extra_params={'node_manager_port': ...} ...
+    """
+    names = _NODE_PORT_OPTIONS + (_HEAD_PORT_OPTIONS if head else ())
+    for name in names:
+        port = extra_params.get(name)
+        if port in (None, 0, "0"):
+            continue
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, int(port)))
+            except OSError as error:
+                raise ClusterStartError(
+                    f"extra_params={{{name!r}: {port!r}}} fixes a port that is not free on {host} "
+                    f"({error.strerror}): another process listens there. Give a free port, or leave "
+                    f"{name!r} out so that Ray picks one"
+                ) from None
+
+
 def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str],
                 owner: Optional[tuple[int, float]] = None) -> LaunchedNode:
     """Start one Ray node's watchdog, which starts ``ray start``; the head when ``head_address``
@@ -464,6 +506,7 @@ def launch_node(plan: NodePlan, rank: int, host: str, head_address: Optional[str
 
     The node lives as long as ``owner`` (pid, start time), by default this task's executor JVM,
     and as long as the driver's lease."""
+    check_fixed_ports_free(plan.extra_params, host, head=head_address is None)
     for launched in list(_started_watchdogs):
         if launched.poll() is not None:
             _started_watchdogs.remove(launched)
