@@ -20,12 +20,26 @@ the ``sc`` fixture of ``tests/conftest.py`` starts it, is shared by the examples
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 _ALREADY_ACTIVE = r"init_orca_context\(\) was called while a zoo_lite context is active"
 _SHARED_MASTER = "local[2]"
+
+
+#: JVM options of the suite's short-lived JVMs (the reason is in that folder's spark-defaults.conf)
+_TEST_SPARK_CONF_DIR = Path(__file__).parent / "tests" / "spark_conf"
+_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # inherited by every Spark the suite starts: in this process, in spark-submit jobs and on the
+    # simulated hosts (drivers and executors read the conf dir; standalone daemons the variable)
+    os.environ.setdefault("SPARK_CONF_DIR", str(_TEST_SPARK_CONF_DIR))
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _SHORT_LIVED_JVM_OPTIONS)
 
 
 def _calls(item: pytest.Item, code: str) -> bool:
