@@ -23,7 +23,7 @@ import sys
 import sysconfig
 import threading
 import types
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 from zoo_lite.errors import InvalidArgumentError
 
