@@ -36,8 +36,9 @@ _SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # inherited by every Spark the suite starts: in this process, in spark-submit jobs and on the
-    # simulated hosts (drivers and executors read the conf dir; standalone daemons the variable)
+    # inherited by the Spark the suite starts in this process and in its jobs (spark-submit,
+    # examples): drivers and executors read the conf dir, standalone daemons the variable. The
+    # simulated hosts of tests/cluster drop SPARK_* variables, so their JVMs keep Spark's defaults
     os.environ.setdefault("SPARK_CONF_DIR", str(_TEST_SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _SHORT_LIVED_JVM_OPTIONS)
 
