@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
 HEAVY = ("pyspark", "ray", "torch", "tensorflow", "keras")
 
 
-def _imported_after(statement: str) -> set[str]:
+def _imported_after(statement: str, env: Optional[dict[str, str]] = None) -> set[str]:
     code = f"import sys, json\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=None if env is None else {**os.environ, **env}).stdout
     return set(json.loads(output.strip().splitlines()[-1]))
 
 
@@ -58,6 +60,17 @@ def test_the_pytorch_estimator_imports_no_tensorflow_or_keras():
 
 def test_the_keras_estimator_imports_no_torch():
     assert not _imported_after("import zoo_lite.learn.tf2") & {"torch"}
+
+
+def test_a_worker_imports_keras_without_its_sklearn_and_matplotlib_hooks_and_can_still_import_them():
+    from zoo_lite.learn.base.warm_up import WORKER_PROCESS_ENV
+
+    in_driver = _imported_after("import zoo_lite.learn.tf2")
+    assert {"sklearn", "matplotlib"} <= in_driver, "the driver's Keras keeps its optional hooks (both are installed here)"
+    in_worker = _imported_after("import zoo_lite.learn.tf2, keras", env={WORKER_PROCESS_ENV: "1"})
+    assert {"tensorflow", "keras"} <= in_worker and not in_worker & {"sklearn", "matplotlib"}
+    later = _imported_after("import zoo_lite.learn.tf2, sklearn.base, matplotlib.pyplot", env={WORKER_PROCESS_ENV: "1"})
+    assert {"sklearn", "matplotlib"} <= later
 
 
 def test_shipping_user_code_imports_no_engine_until_used():

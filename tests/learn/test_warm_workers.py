@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 
 import numpy as np
@@ -82,6 +83,14 @@ def _weights(est) -> list[np.ndarray]:
     return [value.copy() for value in model.get_weights()]
 
 
+def _check_worker_imports(est, path: str) -> None:
+    """A torch worker fed NumPy imports no pandas; a Keras worker's TensorFlow came without Keras'
+    scikit-learn and matplotlib hooks (zoo_lite.learn.tf2.tensorflow_import)."""
+    skipped = {"pandas"} if path == TORCH_PATH else {"sklearn", "matplotlib"}
+    for imported in est._group.call(lambda runner: {name.split(".")[0] for name in sys.modules}):
+        assert not imported & skipped, f"a worker imported {sorted(imported & skipped)}"
+
+
 @pytest.mark.parametrize("path, make", [(TORCH_PATH, _torch_estimator), (KERAS_PATH, _keras_estimator)], ids=["torch", "keras"])
 def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_never_used_twice(
         cluster, path, make, warm_workers_restored) -> None:
@@ -89,6 +98,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_neve
     cold = make()
     _fit(cold)
     assert cold._group.from_pool == 0
+    _check_worker_imports(cold, path)
     expected = _weights(cold)
     cold.shutdown()
 
@@ -106,6 +116,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_neve
     second_pids = set(second._group.call(lambda runner: os.getpid()))
     assert second_pids == idle, "the new group should run in the pool's processes"
     assert not second_pids & first_pids
+    _check_worker_imports(second, path)
     for got, want in zip(_weights(second), expected):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     assert first._group is None   # it gave its CPUs back to the new group; its processes ended

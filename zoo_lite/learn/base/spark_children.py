@@ -17,6 +17,7 @@ worker: when the executor ends (``stop_orca_context()``), or when Spark ends idl
 
 from __future__ import annotations
 
+import os
 import pickle
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Callable, Optional
 
-from zoo_lite.learn.base.warm_up import BackgroundWarmUp
+from zoo_lite.learn.base.warm_up import WORKER_PROCESS_ENV, BackgroundWarmUp
 
 __all__ = ["run_in_child", "child_main", "idle_child_pid"]
 
@@ -54,7 +55,8 @@ class _Child:
         mine, theirs = socket.socketpair()
         command = [sys.executable, "-c", "import sys; from zoo_lite.learn.base.spark_children import child_main; "
                                          "child_main(int(sys.argv[1]), sys.argv[2])", str(theirs.fileno()), warm_path or ""]
-        process = subprocess.Popen(command, pass_fds=[theirs.fileno()], preexec_fn=_die_with_parent)
+        process = subprocess.Popen(command, pass_fds=[theirs.fileno()], preexec_fn=_die_with_parent,
+                                   env={**os.environ, WORKER_PROCESS_ENV: "1"})
         theirs.close()
         return _Child(process, Connection(mine.detach()), warm_path)
 

@@ -24,15 +24,39 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 import threading
 from typing import Any, Callable, Optional
 
-__all__ = ["MIN_AVAILABLE_MB", "runner_path", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
+__all__ = ["MIN_AVAILABLE_MB", "WORKER_PROCESS_ENV", "runs_in_a_worker", "runner_path", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
            "BackgroundWarmUp"]
 
 #: a warm process is started only where at least this much memory is available (MiB): the
 #: largest framework's idle process (0.75 GiB) with room to spare for the work itself
 MIN_AVAILABLE_MB = 3072
+
+#: set (to "1") in the environment of the child processes zoo_lite starts for Spark tasks, which
+#: neither Ray nor Spark knows as workers
+WORKER_PROCESS_ENV = "ZOO_LITE_WORKER_PROCESS"
+
+
+def runs_in_a_worker() -> bool:
+    """Whether this process is one of the cluster's workers rather than the user's driver: a Ray
+    worker process, a Python worker running a Spark task, or a child process zoo_lite started for
+    one. Only what is already imported is asked.
+
+    Examples
+    --------
+    >>> runs_in_a_worker()    # the driver
+    False
+    """
+    if os.environ.get(WORKER_PROCESS_ENV) == "1":
+        return True
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
+        return True
+    pyspark = sys.modules.get("pyspark")
+    return pyspark is not None and pyspark.TaskContext.get() is not None
 
 
 def _runner_class(runner_factory: Callable[..., Any]) -> Any:
