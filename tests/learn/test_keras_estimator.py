@@ -532,7 +532,8 @@ def test_bad_inputs_get_clear_errors(two_workers, linear) -> None:
     with pytest.raises(InvalidArgumentError, match=r"workers_per_node=2 and num_workers=3 were both given"):
         linear_estimator(workers_per_node=2, num_workers=3)
     three = linear_estimator(num_workers=3)
-    assert three.num_workers == 3
+    assert three.num_workers == 3 and three._group is None, "the planned count, without starting a group"
+    assert linear_estimator(workers_per_node=2).num_workers == 4   # on each of the 2 nodes
     three.shutdown()
     with pytest.raises(InvalidArgumentError, match="data is a str"):
         est.fit("not data")

@@ -137,9 +137,6 @@ def test_without_an_input_shape_and_nothing_to_build_it_from_the_error_says_to_g
     with pytest.raises(InvalidArgumentError, match=r"^spark_udf: the model 'sequential.*' is not built; give it an input "
                                                    r"shape \(keras.Input\(shape=...\).*or call fit, evaluate or predict first"):
         est.spark_udf()
-    with pytest.raises(InvalidArgumentError, match=r"^starting the workers: the model 'sequential.*' is not built; give it an "
-                                                   r"input shape"):
-        est.num_workers
     folded = keras.Sequential([keras.layers.Reshape((2, 2))])
     x, _ = regression(8)
     with pytest.raises(InvalidArgumentError, match=r"^predict: the model 'sequential.*' has no input shape, and building it "

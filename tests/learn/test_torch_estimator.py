@@ -109,9 +109,9 @@ def test_num_workers_is_the_total_spread_over_the_nodes_with_the_same_result(two
     start = model.weight.detach().clone()
     est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1,
                                num_workers=3)
-    assert est.num_workers == 3
-    assert sorted(Counter(est._group.node_names).values()) == [1, 2]   # two nodes: 2 + 1
+    assert est.num_workers == 3 and est._group is None, "the planned count, without starting a group"
     est.fit(shards_with_sizes({"x": x, "y": y}, [3, 5]), epochs=2, batch_size=8)
+    assert est.num_workers == 3 and sorted(Counter(est._group.node_names).values()) == [1, 2]   # two nodes: 2 + 1
     expected = one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 2)
     np.testing.assert_allclose(est.get_model().weight.detach().numpy(), expected, atol=1e-5, rtol=0)
     est.shutdown()

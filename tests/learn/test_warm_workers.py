@@ -142,6 +142,22 @@ def test_the_cpus_of_pooled_workers_are_held_in_ray_while_they_work(cluster) -> 
     wait_for_free_cpus(timeout_s=10)   # the reservation went with the group
 
 
+def test_groups_share_their_nodes_board_actor_and_each_reads_only_its_own_board(cluster) -> None:
+    first = _torch_estimator()
+    _fit(first)
+    first_board = first._group.progress_board
+    assert ray.get(first_board.read(), timeout=10), "rank 0 published its progress"
+    second = _torch_estimator()
+    _fit(second)   # takes the CPUs: the first group ends and its board is dropped
+    second_board = second._group.progress_board
+    assert second_board.boards._actor_id == first_board.boards._actor_id, "one board actor per node, not per group"
+    assert second_board.group != first_board.group
+    assert ray.get(first_board.read(), timeout=10) == {}
+    assert ray.get(second_board.read(), timeout=10) and ray.get(second_board.silent(30.0), timeout=10) == []
+    second.shutdown()
+    first.shutdown()
+
+
 def test_turned_off_the_next_group_starts_its_own_workers_and_the_idle_ones_end(cluster, warm_workers_restored) -> None:
     est = _torch_estimator()
     _fit(est)

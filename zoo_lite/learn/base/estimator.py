@@ -35,8 +35,8 @@ from zoo_lite.learn.base.progress import ProgressReporter
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, Runner
 from zoo_lite.learn.base.spark_group import RowsFeed, SparkTaskGroup, check_task_slots, workers_on_executors
 from zoo_lite.learn.base.udf import ModelUDF, model_udf
-from zoo_lite.learn.base.worker_group import (Standby, WorkerGroup, Workers, start_worker_group, started_again_if_port_taken,
-                                              wait_for_free_cpus)
+from zoo_lite.learn.base.worker_group import (Standby, WorkerGroup, Workers, planned_worker_count, start_worker_group,
+                                              started_again_if_port_taken, wait_for_free_cpus)
 
 if TYPE_CHECKING:
     from zoo_lite.data.ray_xshards import RayXShards
@@ -304,8 +304,11 @@ class GroupEstimator:
 
     @property
     def num_workers(self) -> int:
-        """Workers in the group (starts it if needed; on the Spark backend, the tasks its stages run)."""
-        return self._spark_worker_count() if self._on_spark else self._workers().num_workers
+        """Workers in the group, or in the group a call would start now (none is started for it);
+        on the Spark backend, the tasks its stages run."""
+        if self._on_spark:
+            return self._spark_worker_count()
+        return self._group.num_workers if self._group_is_live() else planned_worker_count(self.workers)
 
     @property
     def estimator(self) -> "GroupEstimator":
@@ -466,14 +469,14 @@ class GroupEstimator:
                 f"{self.framework.inputs}"
             )
         shipped = None if rows_input else self.framework.prepare_input(data)   # refuses what the workers cannot run
-        group = self._workers()
+        if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
+            batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
+        _check_batch_covers_workers(batch_size, self.num_workers)   # before a group starts for nothing
+        self._workers()
         loaded = self._feeds.get(key)
         if loaded is not None and loaded.source() is data and loaded.columns == columns and rows_input:
             return loaded.total_rows, batch_size
         self._feeds.pop(key, None)
-        if not rows_input:   # from the prepared input: a batched tf.data.Dataset object states its own batch size there
-            batch_size = self.framework.batch_size(shipped, self.spec.config, batch_size)
-        _check_batch_covers_workers(batch_size, group.num_workers)
         if rows_input:
             in_ray = ahead.result() if ahead is not None else rows_in_ray(data, columns, need_labels=need_labels)
             total_rows = self._load_rows(key, in_ray)

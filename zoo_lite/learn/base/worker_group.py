@@ -3,8 +3,8 @@
 ``num_nodes × workers_per_node`` actors, each pinned to its node and given that node's CPUs
 divided by ``workers_per_node``. Each actor hosts one *runner* (the framework's per-worker
 object, built by a factory the Estimator passes in) and forwards method calls to it, one at a
-time on the actor's main thread; rank 0 publishes progress to a small board actor that the
-driver reads while a call runs. The group lives across ``fit`` / ``evaluate`` / ``predict``
+time on the actor's main thread; rank 0 publishes progress to the group's board (kept by a small
+actor on its node, one for every group there) that the driver reads while a call runs. The group lives across ``fit`` / ``evaluate`` / ``predict``
 until :meth:`WorkerGroup.shutdown`.
 
 Each worker also sends the board a heartbeat every second from a thread of its own. A worker
@@ -48,7 +48,7 @@ from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutErro
 from zoo_lite.learn.base.ports import is_port_taken
 from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, pick_by_node, reserved_cpus_on, warm_pool_of
 from zoo_lite.learn.base.warm_up import runner_path
-from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor, end_actors, ray_context_at
+from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor, cluster_answers, end_actors, ray_context_at
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
 from zoo_lite.waiting import announced_wait
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["WorkerGroup", "WorkerInfo", "Standby", "Workers", "start_worker_group", "started_again_if_port_taken", "workers_on_nodes", "wait_for_free_cpus", "runner_call_name"]
+__all__ = ["WorkerGroup", "WorkerInfo", "GroupBoard", "Standby", "Workers", "start_worker_group", "started_again_if_port_taken", "workers_on_nodes", "planned_worker_count", "wait_for_free_cpus", "runner_call_name"]
 
 _logger = logging.getLogger("zoo_lite.learn")
 
@@ -94,23 +94,12 @@ class _Silence:
 
 
 class _ProgressBoard:
-    """The latest progress snapshot a worker published, and every worker's last heartbeat (a
-    small actor: the workers run their calls on their main thread, one at a time, so they cannot
-    also answer questions). Heartbeats are timed by the board's own clock, so the hosts' clocks
-    need not agree."""
+    """One group's latest progress snapshot (rank 0's) and every worker's last heartbeat, timed by
+    the clock of the process that holds it, so the hosts' clocks need not agree."""
 
     def __init__(self) -> None:
         self.latest: dict[str, Any] = {}
         self.beats: dict[int, tuple[float, int, str]] = {}
-
-    def publish(self, progress: dict[str, Any]) -> None:
-        self.latest = progress
-
-    def read(self) -> dict[str, Any]:
-        return self.latest
-
-    def beat(self, rank: int, pid: int, host: str) -> None:
-        self.beats[rank] = (time.monotonic(), pid, host)
 
     def silent(self, timeout_s: float) -> list[_Silence]:
         """The workers that sent a heartbeat once and none for ``timeout_s`` since (a worker that
@@ -120,6 +109,60 @@ class _ProgressBoard:
                 if now - last > timeout_s]
 
 
+class _ProgressBoards:
+    """Every group's :class:`_ProgressBoard` on one node: a small actor, one per node, started by
+    the first group whose rank 0 runs there and kept for the cluster's life (the workers run their
+    calls on their main thread, one at a time, so they cannot also answer questions). One per
+    node rather than one per group: each is a Ray worker process, about 0.7 s of CPU to start."""
+
+    def __init__(self) -> None:
+        self.boards: dict[str, _ProgressBoard] = {}
+
+    def _board(self, group: str) -> _ProgressBoard:
+        return self.boards.setdefault(group, _ProgressBoard())
+
+    def publish(self, group: str, progress: dict[str, Any]) -> None:
+        self._board(group).latest = progress
+
+    def read(self, group: str) -> dict[str, Any]:
+        board = self.boards.get(group)
+        return board.latest if board is not None else {}
+
+    def beat(self, group: str, rank: int, pid: int, host: str) -> None:
+        self._board(group).beats[rank] = (time.monotonic(), pid, host)
+
+    def silent(self, group: str, timeout_s: float) -> list[_Silence]:
+        board = self.boards.get(group)
+        return board.silent(timeout_s) if board is not None else []
+
+    def drop(self, group: str) -> None:
+        self.boards.pop(group, None)
+
+
+@dataclass(frozen=True)
+class GroupBoard:
+    """A group's board: its node's :class:`_ProgressBoards` actor and the group's key there. The
+    calls that return something give Ray object refs."""
+
+    boards: Any
+    group: str
+
+    def publish(self, progress: dict[str, Any]) -> None:
+        self.boards.publish.remote(self.group, progress)
+
+    def beat(self, rank: int, pid: int, host: str) -> None:
+        self.boards.beat.remote(self.group, rank, pid, host)
+
+    def read(self) -> Any:
+        return self.boards.read.remote(self.group)
+
+    def silent(self, timeout_s: float) -> Any:
+        return self.boards.silent.remote(self.group, timeout_s)
+
+    def drop(self) -> None:
+        self.boards.drop.remote(self.group)
+
+
 @dataclass(frozen=True)
 class WorkerInfo:
     """What a runner knows about its place in the group."""
@@ -127,7 +170,7 @@ class WorkerInfo:
     rank: int
     world_size: int
     num_threads: int
-    progress_board: Any = None   # a _ProgressBoard actor, or None
+    progress_board: Optional[GroupBoard] = None
 
     @property
     def publishes_progress(self) -> bool:
@@ -138,7 +181,7 @@ class WorkerInfo:
         """Hand a progress snapshot to the driver's progress display, without waiting (rank 0
         only; the others' are dropped)."""
         if self.publishes_progress:
-            self.progress_board.publish.remote(progress)
+            self.progress_board.publish(progress)
 
     def start_heartbeat(self) -> None:
         """Send the board a heartbeat every second, from a daemon thread, for the life of this
@@ -151,7 +194,7 @@ class WorkerInfo:
 
         def beat_forever() -> None:
             while True:
-                board.beat.remote(rank, pid, host)
+                board.beat(rank, pid, host)
                 time.sleep(_BEAT_INTERVAL_S)
 
         threading.Thread(target=beat_forever, name=f"zoo_lite-heartbeat-{rank}", daemon=True).start()
@@ -245,7 +288,7 @@ def _cpu_holders(node_ids: set[str]) -> str:
     from zoo_lite.data.ray_xshards import PartitionOwner
 
     # zoo_lite's actors of 0 CPUs (a pooled worker's CPUs, once taken, are its group's reservation)
-    cpu_free_helpers = {_ProgressBoard.__name__, PartitionOwner.__name__, PooledWorkerActor.__name__}
+    cpu_free_helpers = {_ProgressBoards.__name__, PartitionOwner.__name__, PooledWorkerActor.__name__}
     holders = [actor for actor in actors(actor_state_name="ALIVE").values()
                if (actor.get("Address") or {}).get("NodeID") in node_ids and actor.get("ActorClassName") not in cpu_free_helpers]
     own = sum(1 for actor in holders if actor.get("ActorClassName") == WorkerActor.__name__)
@@ -264,15 +307,35 @@ def _cpu_holders(node_ids: set[str]) -> str:
 _Place = tuple[_CpuNode, int]
 
 
-def _start_board(node_id: str) -> Any:
-    """The group's progress and heartbeat board, on rank 0's node: a zero-CPU actor placed freely
+#: each Ray cluster's :class:`_ProgressBoards` actors, by node id (only the latest cluster's are kept)
+_boards_by_node: dict[str, dict[str, Any]] = {}
+_boards_lock = threading.Lock()
+
+
+def _boards_on(ray_address: str, node_id: str) -> Any:
+    """The :class:`_ProgressBoards` actor of the node ``node_id`` in the cluster at
+    ``ray_address``, started on first use. Pinned to that node: a zero-CPU actor placed freely
     could land on a node just lost that Ray has not marked dead yet, and every worker's first
-    heartbeat would wait for Ray to place it again (about 10 s measured after a lost executor)."""
+    heartbeat would wait for Ray to place it again (about 10 s measured after a lost executor).
+    Ray starts it again if its process dies (its boards start empty)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return ray.remote(num_cpus=0)(_ProgressBoard).options(
-        namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
+    with _boards_lock:
+        for address in [address for address in _boards_by_node if address != ray_address]:
+            del _boards_by_node[address]   # an earlier cluster's: they ended with it
+        on_nodes = _boards_by_node.setdefault(ray_address, {})
+        if node_id not in on_nodes:
+            on_nodes[node_id] = ray.remote(num_cpus=0, max_restarts=-1)(_ProgressBoards).options(
+                namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
+        return on_nodes[node_id]
+
+
+def _start_board(ray_address: str, node_id: str) -> GroupBoard:
+    """A new group's progress and heartbeat board, on rank 0's node (see :func:`_boards_on`)."""
+    import uuid
+
+    return GroupBoard(_boards_on(ray_address, node_id), uuid.uuid4().hex)
 
 
 def _rank_places(nodes: list[_CpuNode], counts: list[int]) -> list[_Place]:
@@ -420,7 +483,7 @@ class WorkerGroup:
         #: where the group runs and what its actors build, for a standby (its own, or one beside a quiet host)
         self._places, self._runner_factory = places, runner_factory
         self._standby_for_quiet_hosts = False
-        self.progress_board = _start_board(places[0][0].node_id)
+        self.progress_board = _start_board(self.ray_address, places[0][0].node_id)
         infos = _worker_infos(places, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
         if standby is not None:
@@ -541,7 +604,7 @@ class WorkerGroup:
         if self.progress_board is None:
             return {}
         try:
-            return ray.get(self.progress_board.read.remote(), timeout=5)
+            return ray.get(self.progress_board.read(), timeout=5)
         except Exception:  # noqa: BLE001 - progress is best effort; failures surface from the call itself
             return {}
 
@@ -627,7 +690,7 @@ class WorkerGroup:
         import ray
 
         try:
-            silent = ray.get(self.progress_board.silent.remote(self.heartbeat_timeout_s), timeout=5)
+            silent = ray.get(self.progress_board.silent(self.heartbeat_timeout_s), timeout=5)
         except Exception:  # noqa: BLE001 - a board that does not answer is a lost node, which the leases report
             return
         silent = [worker for worker in silent if self.node_names[worker.rank] not in quiet_hosts]
@@ -647,7 +710,9 @@ class WorkerGroup:
         actors, self.actors = self.actors, []
         board, self.progress_board = self.progress_board, None
         # the survivors of a lost node hold CPUs in the cluster, which lives on
-        end_actors([*actors, *([board] if board is not None else [])], self.ray_address)
+        end_actors(actors, self.ray_address)
+        if board is not None and cluster_answers(self.ray_address):
+            board.drop()
         reservation, self._reservation = self._reservation, None
         if reservation is not None:
             reservation.release()
@@ -722,6 +787,22 @@ class Workers:
             return Workers(total=check_positive_int(num_workers, "num_workers"), backend=backend)
         return Workers(per_node=check_positive_int(1 if workers_per_node is None else workers_per_node, "workers_per_node"),
                        backend=backend)
+
+
+def planned_worker_count(workers: Workers) -> int:
+    """How many workers a new group of ``workers`` runs on the active Ray cluster (started on
+    demand), without starting one: ``total``, or ``per_node`` on each node with CPUs.
+
+    Examples
+    --------
+    >>> planned_worker_count(Workers(total=3))
+    3
+    """
+    if workers.total is not None:
+        return workers.total
+    from zoo_lite.context import ray_context_started_on_demand
+
+    return workers.per_node * len(_cpu_nodes(ray_context_started_on_demand()))
 
 
 def workers_on_nodes(nodes: int, workers_per_node: int = 1, num_workers: Optional[int] = None) -> list[int]:
