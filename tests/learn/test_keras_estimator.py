@@ -525,6 +525,8 @@ def test_bad_inputs_get_clear_errors(two_workers, linear) -> None:
                                                output_signature=(tf.TensorSpec((2,), tf.float32), tf.TensorSpec((), tf.float32))))
     with pytest.raises(InvalidArgumentError, match="the data creator 'not_a_dataset_creator' returned a list"):
         est.fit(keras_models.not_a_dataset_creator)
+    group = est._group
+    assert group is not None and group.actors, "each worker raised the same clear error: the group stays"
     with pytest.raises(InvalidArgumentError, match="callbacks: 'stop' is a str; each callback must be a keras.callbacks.Callback"):
         est.fit(shards, callbacks=["stop"])
     with pytest.raises(InvalidArgumentError, match="batch_size=1 is smaller than the number of workers"):
@@ -567,8 +569,9 @@ def test_bad_inputs_get_clear_errors(two_workers, linear) -> None:
         est.fit(XShards.partition(pd.DataFrame({"a": [1.0, 2.0]}), num_shards=1), feature_cols=["a"])
     with pytest.raises(InvalidArgumentError, match="epochs=0 must be a positive int"):
         est.fit(shards, epochs=0)
-    # the estimator still works after all of these
+    # the estimator still works after all of these, on the same workers (no check above started a group)
     assert len(est.fit(shards, batch_size=4, verbose=0)["loss"]) == 1
+    assert est._group is group
 
 
 def test_a_two_output_model_is_refused_by_fit_and_predicted_into_two_columns(two_workers) -> None:

@@ -124,6 +124,24 @@ def test_num_workers_is_the_total_spread_over_the_nodes_with_the_same_result(two
         Estimator.from_torch(model=nn.Linear(3, 1), loss=nn.MSELoss(), num_workers=0)
 
 
+def test_a_clear_error_every_worker_raises_keeps_the_group_and_the_next_fit_is_exact(two_workers) -> None:
+    x, y, model = bias_free_linear_data(7)
+    start = model.weight.detach().clone()
+    est = Estimator.from_torch(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.05), loss=nn.MSELoss(), seed=1)
+    shards = shards_with_sizes({"x": x, "y": y}, [4, 4])
+    try:
+        est.fit(shards, epochs=1, batch_size=8)
+        pids = est._group.call(lambda runner: os.getpid())
+        with pytest.raises(InvalidArgumentError, match="the data creator 'not_a_loader_creator' returned a list"):
+            est.fit(models.not_a_loader_creator)   # raised by each worker as it loads, before any collective
+        assert est._group is not None and est._group.call(lambda runner: os.getpid()) == pids, "the group should stay"
+        est.fit(shards, epochs=1, batch_size=8)
+        np.testing.assert_allclose(est.get_model().weight.detach().numpy(),
+                                   one_process_sgd(start, x, y, 0.05, [np.arange(8)] * 2), atol=1e-5, rtol=0)
+    finally:
+        est.shutdown()
+
+
 def test_a_fixed_seed_gives_the_same_model_twice(two_workers) -> None:
     shards = shards_with_sizes(regression_arrays(40), [10, 30])
     weights = []

@@ -283,6 +283,8 @@ class GroupEstimator:
         except BaseException:
             if self._group is not None and not self._group.actors:
                 self._drop_group()
+            elif self._group is not None:   # every worker raised a clear error of its own: the group stays,
+                self._workers_have_driver_state = False   # given the driver's state again before its next call
             raise
         finally:
             self._busy = False

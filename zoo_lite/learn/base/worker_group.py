@@ -67,6 +67,9 @@ _POLL_INTERVAL_S = 0.5
 _SHUTDOWN_TIMEOUT_S = 15.0
 #: how long a failed call waits for news of a dead peer, which would be the root cause
 _PEER_DEATH_GRACE_S = 3.0
+#: how long a call that failed with a worker's clear error waits for the peers to end it too
+#: (a data check fails on every worker at once); a peer still inside then is in a collective
+_CLEAN_FAILURE_WAIT_S = 1.0
 #: how long a new group waits for CPUs that were just released to show as free in Ray
 _FREE_CPU_WAIT_S = 10.0
 #: how often a worker sends its heartbeat, and how often the driver looks for silent workers
@@ -483,6 +486,9 @@ class WorkerGroup:
         #: where the group runs and what its actors build, for a standby (its own, or one beside a quiet host)
         self._places, self._runner_factory = places, runner_factory
         self._standby_for_quiet_hosts = False
+        #: the failure of the last call, where every worker ended it with a clear error of its own:
+        #: the group stays for the next call
+        self._clean_failure: Optional[BaseException] = None
         self.progress_board = _start_board(self.ray_address, places[0][0].node_id)
         infos = _worker_infos(places, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
@@ -570,26 +576,31 @@ class WorkerGroup:
                   on_poll: Optional[Callable[[], None]] = None) -> list[T]:
         """``calls[rank](runner)`` on every worker; results in rank order."""
         actors = self._live_actors()
+        self._clean_failure = None
         try:
             with user_code_by_value():
                 futures = [actor.call.remote(call) for actor, call in zip(actors, calls)]
             return self._wait(futures, runner_call_name(calls[0]), timeout_s, on_poll)
-        except BaseException:
-            # end them all, whenever it happens: a Ctrl-C inside ``.remote()`` can leave a call
-            # queued without its reference (one worker then waited for its peer's gradients, and
-            # the next fit for that worker); peers of a failed worker may be blocked for good
-            self.kill()
+        except BaseException as error:
+            # end them all, whenever it happens, unless every worker ended the call with a clear
+            # error of its own: a Ctrl-C inside ``.remote()`` can leave a call queued without its
+            # reference (one worker then waited for its peer's gradients, and the next fit for that
+            # worker); peers of a failed worker may be blocked for good
+            if error is not self._clean_failure:
+                self.kill()
             raise
 
     def call_one(self, rank: int, call: Callable[[Any], T], *, timeout_s: Optional[float] = None) -> T:
         """``call(runner)`` on the worker of ``rank`` only."""
         actor = self._live_actors()[rank]
+        self._clean_failure = None
         try:
             with user_code_by_value():
                 future = actor.call.remote(call)
             return self._wait([future], runner_call_name(call), timeout_s)[0]
-        except BaseException:
-            self.kill()
+        except BaseException as error:
+            if error is not self._clean_failure:
+                self.kill()
             raise
 
     def _live_actors(self) -> list[Any]:
@@ -633,6 +644,10 @@ class WorkerGroup:
                     results[rank_of[future]] = _result_of(future, rank_of[future], what)
                 except WorkerError as failure:
                     failures.append(failure)
+                except ZooLiteError as error:   # the runner's own clear error, e.g. a bad data creator
+                    if not failures and _every_call_ends_cleanly([other for other in ready if other is not future] + pending):
+                        self._clean_failure = error
+                    raise
             if failures:
                 raise _root_failure(failures, pending, rank_of, what)
             self._raise_if_a_node_was_lost(what)
@@ -903,6 +918,28 @@ def _root_failure(failures: list[WorkerError], pending: list[Any], rank_of: dict
                 failures.append(failure)
     lost = [failure for failure in failures if failure.lost]
     return lost[0] if lost else failures[0]
+
+
+def _every_call_ends_cleanly(futures: list[Any]) -> bool:
+    """Whether each of ``futures`` (the calls of a failed worker's peers) ends within
+    ``_CLEAN_FAILURE_WAIT_S``, with a value or with a clear error of zoo_lite's own (the one a
+    data check raises on every worker): then no worker is left inside the call, in a collective,
+    and the group can take the next call instead of being replaced."""
+    import ray
+
+    deadline = time.monotonic() + _CLEAN_FAILURE_WAIT_S
+    pending = list(futures)
+    while pending and time.monotonic() < deadline:
+        ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.1)
+        for future in ready:
+            try:
+                ray.get(future)
+            except ray.exceptions.RayTaskError as error:
+                if not isinstance(error.cause, ZooLiteError):
+                    return False
+            except Exception:  # noqa: BLE001 - a dead worker, or anything else: the group is not sound
+                return False
+    return not pending
 
 
 def _result_of(future: Any, rank: int, what: str) -> Any:
