@@ -576,28 +576,26 @@ class WorkerGroup:
                   on_poll: Optional[Callable[[], None]] = None) -> list[T]:
         """``calls[rank](runner)`` on every worker; results in rank order."""
         actors = self._live_actors()
-        self._clean_failure = None
-        try:
-            with user_code_by_value():
-                futures = [actor.call.remote(call) for actor, call in zip(actors, calls)]
-            return self._wait(futures, runner_call_name(calls[0]), timeout_s, on_poll)
-        except BaseException as error:
-            # end them all, whenever it happens, unless every worker ended the call with a clear
-            # error of its own: a Ctrl-C inside ``.remote()`` can leave a call queued without its
-            # reference (one worker then waited for its peer's gradients, and the next fit for that
-            # worker); peers of a failed worker may be blocked for good
-            if error is not self._clean_failure:
-                self.kill()
-            raise
+        return self._run(lambda: [actor.call.remote(call) for actor, call in zip(actors, calls)],
+                         runner_call_name(calls[0]), timeout_s, on_poll)
 
     def call_one(self, rank: int, call: Callable[[Any], T], *, timeout_s: Optional[float] = None) -> T:
         """``call(runner)`` on the worker of ``rank`` only."""
         actor = self._live_actors()[rank]
+        return self._run(lambda: [actor.call.remote(call)], runner_call_name(call), timeout_s)[0]
+
+    def _run(self, submit: Callable[[], list[Any]], what: str, timeout_s: Optional[float],
+             on_poll: Optional[Callable[[], None]] = None) -> list[Any]:
+        """The values of the calls ``submit()`` makes (with the user's code pickled by value), in
+        rank order. Whatever ends the wait ends every worker too, unless every worker ended the
+        call with a clear error of its own: a Ctrl-C inside ``.remote()`` can leave a call queued
+        without its reference (one worker then waited for its peer's gradients, and the next fit
+        for that worker); peers of a failed worker may be blocked for good."""
         self._clean_failure = None
         try:
             with user_code_by_value():
-                future = actor.call.remote(call)
-            return self._wait([future], runner_call_name(call), timeout_s)[0]
+                futures = submit()
+            return self._wait(futures, what, timeout_s, on_poll)
         except BaseException as error:
             if error is not self._clean_failure:
                 self.kill()
