@@ -30,17 +30,12 @@ _ALREADY_ACTIVE = r"init_orca_context\(\) was called while a zoo_lite context is
 _SHARED_MASTER = "local[2]"
 
 
-#: JVM options of the suite's short-lived JVMs (the reason is in that folder's spark-defaults.conf)
-_TEST_SPARK_CONF_DIR = Path(__file__).parent / "tests" / "spark_conf"
-_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    # inherited by the Spark the suite starts in this process and in its jobs (spark-submit,
-    # examples): drivers and executors read the conf dir, standalone daemons the variable. The
-    # simulated hosts of tests/cluster drop SPARK_* variables, so their JVMs keep Spark's defaults
-    os.environ.setdefault("SPARK_CONF_DIR", str(_TEST_SPARK_CONF_DIR))
-    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _SHORT_LIVED_JVM_OPTIONS)
+    from tests.jvm_settings import suite_jvm_environment
+
+    # inherited by the Spark the suite starts in this process and in the jobs it runs
+    for name, value in suite_jvm_environment().items():
+        os.environ.setdefault(name, value)
 
 
 def _calls(item: pytest.Item, code: str) -> bool:

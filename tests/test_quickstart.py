@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm_settings import suite_jvm_environment
 from tests.test_quiet import ABSL_PRE_INIT, TF_CPU_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,12 +22,14 @@ QUICKSTART = str(ROOT / "examples" / "quickstart.py")
 
 
 def shell_without_the_venv() -> dict[str, str]:
-    """This environment as a new shell has it: no activated venv, no Spark or PySpark variables,
-    and no TensorFlow log level (``init_orca_context`` in this test process sets one)."""
+    """This environment as a new shell has it: no activated venv, no Spark or PySpark variables
+    but the suite's JVM settings, and no TensorFlow log level (``init_orca_context`` in this test
+    process sets one)."""
     venv_bin = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL") and not k.startswith(("PYSPARK_", "SPARK_"))}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
+    env.update(suite_jvm_environment())
     return env
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm_settings import suite_jvm_environment
+
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "QUIET-PROGRAM-DONE"
 
@@ -51,9 +53,11 @@ ABSL_PRE_INIT = re.compile(r"absl::InitializeLog\(\) is called|oneDNN custom ope
 
 def clean_environment() -> dict[str, str]:
     """This environment without the variables the behaviour under test depends on, so that a
-    developer's own Spark, PySpark or TensorFlow settings cannot make the tests pass."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("PYSPARK_", "SPARK_")) and k not in ("TF_CPP_MIN_LOG_LEVEL", "PYTHONPATH")}
+    developer's own Spark, PySpark or TensorFlow settings cannot make the tests pass; the suite's
+    JVM settings stay (they only change how fast the JVMs compile)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYSPARK_", "SPARK_")) and k not in ("TF_CPP_MIN_LOG_LEVEL", "PYTHONPATH")}
+    return {**env, **suite_jvm_environment()}
 
 
 def run_program(tmp_path: Path, launcher: list[str], cluster_mode: str, level: str, tensorflow_in: str) -> str:

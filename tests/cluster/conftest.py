@@ -29,7 +29,7 @@ SESSION_HOSTS_STYLE = "debian"
 
 
 #: the modules in the order they run: the ones on the cluster's driver agent, then its stop, then the
-#: spark-submit jobs, which need the cluster's cores that driver held
+#: spark-submit jobs, which need the cores that driver holds (they close it first: free_worker_cores)
 MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_failures_across_hosts", "test_stop_across_hosts",
                 "test_jobs_across_hosts")
 
@@ -73,6 +73,7 @@ def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
     """The cluster's driver and the single-host driver, started side by side (their start-ups
     wait on different things)."""
     agents = {"cluster": Agent(simulated_cluster, "driver", "cluster-driver"), "laptop": Agent(simulated_cluster, "driver", "laptop")}
+    _running_agents.extend(agents.values())
     try:
         laptop_started = agents["laptop"].submit(jobs.start_local_context)
         # a silent host is found in 10 s rather than the default 30 s (the link-cut test's wait)
@@ -80,8 +81,23 @@ def _agents(simulated_cluster: SimulatedCluster) -> Iterator[dict[str, Agent]]:
         laptop_started.result(timeout_s=180)
         yield agents
     finally:
-        for agent in agents.values():
-            agent.close()
+        _close_running_agents()
+
+
+#: the agents of ``_agents`` not closed yet
+_running_agents: list[Agent] = []
+
+
+def _close_running_agents() -> None:
+    while _running_agents:
+        _running_agents.pop().close()
+
+
+@pytest.fixture
+def free_worker_cores() -> None:
+    """Every worker core free for a new application: the agents, if some test started them, are
+    closed (their contexts, which hold the cores while they run, stop as they exit)."""
+    _close_running_agents()
 
 
 @pytest.fixture(scope="package")

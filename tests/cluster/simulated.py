@@ -28,6 +28,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 from tests.cluster.namespaces import (Host, HostSpec, end_host, end_processes, hosts_file, kept_below_tmp, make_bridge,
                                       namespaces_with_prefix, pids_in_namespace, remove_namespace, set_link, start_host)
+from tests.jvm_settings import suite_jvm_environment
 
 __all__ = ["SimulatedCluster", "ROOT", "VENV_PYTHON", "NAMESPACE_PREFIX", "remove_stale_clusters"]
 
@@ -128,9 +129,10 @@ class SimulatedCluster:
 
     def environment(self, host: str, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
         """The environment of a process started on ``host``: this one's, less what belongs to this
-        process's own Spark and Ray, with ``SPARK_LOCAL_IP`` set to the host's address (as a
-        cluster's ``spark-env.sh`` sets it)."""
+        process's own Spark and Ray but the suite's JVM settings, with ``SPARK_LOCAL_IP`` set to
+        the host's address (as a cluster's ``spark-env.sh`` sets it)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_INHERITED)}
+        env.update(suite_jvm_environment())
         env.update(SPARK_LOCAL_IP=self.hosts[host].address, PYSPARK_PYTHON=VENV_PYTHON)
         env.update(extra or {})
         return env

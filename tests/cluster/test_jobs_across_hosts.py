@@ -11,7 +11,7 @@ import pytest
 from tests.cluster.simulated import ROOT
 from tests.test_quickstart import check_quickstart_output
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("free_worker_cores")]
 
 _JOB_TIMEOUT_S = 420
 
