@@ -21,7 +21,6 @@ the ``sc`` fixture of ``tests/conftest.py`` starts it, is shared by the examples
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Iterator
 
 import pytest
