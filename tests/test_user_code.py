@@ -47,6 +47,31 @@ def test_project_modules_are_user_code_and_installed_ones_are_not(project_module
     assert not [m for m in found if m.__name__.split(".")[0] in {"json", "numpy", "pyspark", "zoo_lite", "pytest"}]
 
 
+def test_the_user_modules_follow_imports_and_removals_between_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan of sys.modules is reused while nothing was imported or removed; an import, a
+    removal, or a module put back under the name of the last one is seen by the next call."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = ["my_first_project_module", "my_second_project_module"]
+    for name in names:
+        (tmp_path / f"{name}.py").write_text(MODULE)
+    before = user_modules()
+    first = importlib.import_module(names[0])
+    try:
+        assert first in user_modules() and first not in before
+        second = importlib.import_module(names[1])
+        assert {first, second} <= set(user_modules())
+        del sys.modules[names[0]]
+        assert first not in user_modules() and second in user_modules()
+        del sys.modules[names[1]]
+        again = importlib.import_module(names[1])   # same length and last name, another module
+        found = user_modules()
+        assert again in found and second not in found
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+    assert not {first, second, again} & set(user_modules())
+
+
 def test_an_object_of_a_project_class_loads_where_the_project_is_missing(project_module) -> None:
     by_reference = _load_elsewhere(cloudpickle.dumps(project_module.Scaler()))
     assert by_reference.returncode != 0 and b"No module named 'my_project_model'" in by_reference.stderr
