@@ -186,21 +186,7 @@ def test_standalone_without_master_starts_and_stops_a_loopback_cluster(no_contex
 
 
 @pytest.mark.cluster
-def test_standalone_with_master_connects_and_leaves_the_cluster_running(no_context):
-    cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=1024)
-    try:
-        sc = init_orca_context(cluster_mode="standalone", master=cluster.master_url, num_nodes=1, cores=1, memory="1g")
-        assert sc.master == cluster.master_url
-        assert sc.parallelize(range(10), 2).count() == 10
-        stop_orca_context()
-        assert all(psutil.pid_exists(pid) for pid in cluster.pids)
-    finally:
-        cluster.stop()
-    assert _wait_gone(cluster.pids) == []
-
-
-@pytest.mark.cluster
-def test_standalone_clusters_started_in_parallel_each_get_ports_of_their_own():
+def test_standalone_clusters_started_in_parallel_get_ports_of_their_own_and_a_context_on_one_leaves_it_running(no_context):
     # the master binds port 0 itself; picking ports by binding and closing could give two the same
     with ThreadPoolExecutor(3) as pool:
         started = [pool.submit(LoopbackStandaloneCluster.start, num_workers=1, cores=1, memory_mb=512) for _ in range(3)]
@@ -210,6 +196,12 @@ def test_standalone_clusters_started_in_parallel_each_get_ports_of_their_own():
         urls = [cluster.master_url for cluster in clusters] + [cluster.webui_url for cluster in clusters]
         assert len(set(urls)) == 6, urls
         assert [cluster._alive_workers() for cluster in clusters] == [1, 1, 1]
+        # standalone with a master: the context connects to it, and its stop leaves the cluster running
+        sc = init_orca_context(cluster_mode="standalone", master=clusters[0].master_url, num_nodes=1, cores=1, memory="512m")
+        assert sc.master == clusters[0].master_url
+        assert sc.parallelize(range(10), 2).count() == 10
+        stop_orca_context()
+        assert all(psutil.pid_exists(pid) for pid in daemon_pids)
     finally:
         for cluster in clusters:
             cluster.stop()
