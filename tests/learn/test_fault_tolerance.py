@@ -20,7 +20,7 @@ import ray
 import torch
 from torch import nn
 
-from tests.learn import faults
+from tests.learn import faults, keras_faults
 from tests.learn.shards import shards_with_sizes
 from zoo_lite.errors import PortRangeExhaustedError, WorkerError, WorkerTimeoutError
 from zoo_lite.learn.pytorch import Estimator as TorchEstimator
@@ -235,7 +235,7 @@ def uninterrupted_keras(ray_local_cluster) -> Callable[[str], tuple[list[float],
     def uninterrupted(exchange: str) -> tuple[list[float], list[np.ndarray]]:
         if exchange not in kept:
             settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
-            reference = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
+            reference = KerasEstimator.from_keras(model_creator=keras_faults.momentum_linear_model, worker_config=settings, seed=5)
             expected = reference.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0, callbacks=[keras_stopper()])
             assert len(expected["loss"]) == 3
             kept[exchange] = expected["loss"], [w.copy() for w in reference.get_model().get_weights()]
@@ -250,8 +250,8 @@ def test_a_keras_fit_resumes_after_a_killed_worker_and_ends_with_the_uninterrupt
         uninterrupted_keras, exchange, tmp_path, learn_log) -> None:
     settings = WorkerConfig(shared_memory_exchange=exchange == "shared_memory")
     expected_losses, expected_weights = uninterrupted_keras(exchange)
-    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
-    killer = faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
+    est = KerasEstimator.from_keras(model_creator=keras_faults.momentum_linear_model, worker_config=settings, seed=5)
+    killer = keras_faults.KerasKiller(epoch=2, step=1, marker=str(tmp_path / "killed"))
     csv_path = tmp_path / "log.csv"
     history = est.fit(regression_shards(), epochs=EPOCHS, batch_size=16, verbose=0,
                       callbacks=[killer, keras.callbacks.CSVLogger(str(csv_path)), keras_stopper()])
@@ -271,8 +271,8 @@ def test_a_keras_fit_resumes_on_standby_workers(uninterrupted_keras, tmp_path, l
     settings = WorkerConfig(standby_workers=True)   # on one host: the shared-memory exchange, as by default
     expected_losses, expected_weights = uninterrupted_keras("shared_memory")
 
-    est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings, seed=5)
-    killer = faults.KerasKiller(epoch=1, step=1, marker=str(tmp_path / "killed"))
+    est = KerasEstimator.from_keras(model_creator=keras_faults.momentum_linear_model, worker_config=settings, seed=5)
+    killer = keras_faults.KerasKiller(epoch=1, step=1, marker=str(tmp_path / "killed"))
     history = est.fit(regression_shards(), epochs=3, batch_size=16, verbose=0, callbacks=[killer])
 
     assert (tmp_path / "killed").exists(), "the worker was not killed: the test proves nothing"
@@ -289,7 +289,7 @@ def test_two_live_estimators_take_turns_without_waiting_for_the_start_timeout(ra
     first.fit(regression_shards(), epochs=1, batch_size=16)
     before = first.evaluate(regression_shards(), batch_size=32)
 
-    second = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, seed=5, start_timeout_s=60)
+    second = KerasEstimator.from_keras(model_creator=keras_faults.momentum_linear_model, seed=5, start_timeout_s=60)
     assert len(second.fit(regression_shards(), epochs=1, batch_size=16, verbose=0)["loss"]) == 1
     assert first._group is None   # it gave its CPUs back...
     assert first.evaluate(regression_shards(), batch_size=32) == pytest.approx(before)   # ...and restarts as it was
@@ -446,7 +446,7 @@ def test_the_rendezvous_ports_come_from_the_range_the_user_opened(ray_local_clus
             est = linear_torch_estimator(settings)
             used = [est._workers().call_one(0, lambda runner: int(runner._store.port))]
         else:
-            est = KerasEstimator.from_keras(model_creator=faults.momentum_linear_model, worker_config=settings)
+            est = KerasEstimator.from_keras(model_creator=keras_faults.momentum_linear_model, worker_config=settings)
             used = [int(address.rsplit(":", 1)[1]) for address in
                     est._workers().call_one(0, lambda runner: json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])]
         est.fit(regression_shards(), epochs=1, batch_size=16)   # the workers reach one another on those ports
