@@ -24,7 +24,6 @@ from pathlib import Path
 
 import zoo_lite  # noqa: F401 - first: torchmetrics imports torchvision, which needs zoo_lite's fix beside a CPU torch
 
-import numpy as np
 import pandas as pd
 import torch
 from torch import nn

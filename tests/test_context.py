@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 

@@ -289,7 +289,6 @@ def small_torch_fit(seed: int = 1, epochs: int = 1, backend: str = "ray") -> lis
 
 
 def _small_torch_estimator(seed: int, worker_heartbeat_timeout_s: float = 30.0, backend: str = "ray") -> tuple[Any, Any]:
-    import torch
     from torch import nn
 
     from zoo_lite.data import XShards
@@ -317,7 +316,6 @@ def small_torch_fit_through_a_pause(marker: str, epochs: int, seed: int = 1, reg
     before, after the fit and at the end, and the training actors alive after ``shutdown()``."""
     from tests.learn.faults import TorchPause
     from zoo_lite import OrcaContext
-    from zoo_lite.context import ray_context_started_on_demand
 
     ray_context = OrcaContext.get_ray_context()
     before = _ray_nodes()

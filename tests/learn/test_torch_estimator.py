@@ -17,7 +17,7 @@ from tests.learn import models
 from tests.learn.conftest import shared_estimator_fixtures
 from tests.learn.shards import checked_digit_predictions, shards_with_sizes
 from zoo_lite.data import XShards
-from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError, ZooLiteError
+from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, WorkerError
 from zoo_lite.learn.pytorch import Callback, Estimator, ModelCheckpoint, TensorBoard, WorkerConfig
 from zoo_lite.learn.pytorch.specs import TargetRule
 

@@ -11,7 +11,7 @@ its rows are its elements, for ``len``, ``repartition`` and joining pieces.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 

@@ -771,9 +771,9 @@ class EstimatorEntry:
         backends = ("ray", "spark", "tf2", "torch_distributed")
         if backend == "horovod":
             raise InvalidArgumentError(
-                f"backend='horovod' is not supported: zoo_lite does not provide Horovod (its workers average gradients "
-                f"themselves: gloo for PyTorch, a MultiWorkerMirroredStrategy loop for Keras); use backend='ray' (the "
-                f"default), or backend='spark' on a cluster that cannot run Ray"
+                "backend='horovod' is not supported: zoo_lite does not provide Horovod (its workers average gradients "
+                "themselves: gloo for PyTorch, a MultiWorkerMirroredStrategy loop for Keras); use backend='ray' (the "
+                "default), or backend='spark' on a cluster that cannot run Ray"
             )
         if backend not in backends:
             raise InvalidArgumentError(
@@ -788,18 +788,12 @@ class EstimatorEntry:
                 int(seed))
 
 
-
-
-
-
 def _check_batch_covers_workers(batch_size: int, workers: int) -> None:
     if batch_size < workers:
         raise InvalidArgumentError(
             f"batch_size={batch_size} is smaller than the number of workers ({workers}); batch_size is the global batch, "
             f"split over the workers: use at least {workers}, or fewer workers"
         )
-
-
 
 
 def _unreadable(error: WorkerError, cause: BaseException) -> WorkerError:

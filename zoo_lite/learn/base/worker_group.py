@@ -464,8 +464,6 @@ class WorkerGroup:
         self.heartbeat_timeout_s = heartbeat_timeout_s
         from zoo_lite.context import ray_context_started_on_demand
 
-        import ray
-
         self._ray_context = ray_context_started_on_demand()
         self.ray_address = self._ray_context.address
         # no look at the heartbeats before the first ones can be due: the board's process is
