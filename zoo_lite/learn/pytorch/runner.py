@@ -7,7 +7,6 @@ runner shares is :class:`~zoo_lite.learn.base.runner.RunnerBase`.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from typing import Any, Callable, Optional, Sequence
 
@@ -114,14 +113,9 @@ class TorchRunner(RunnerBase):
 
     @staticmethod
     def warm_up() -> None:
-        """What a pooled or standby worker imports ahead of its use: torch's compiler front end,
-        which the first optimizer built in a process imports (1.8 s of a 1.9 s take-over on 2
-        cores), and torchmetrics where it is installed, which every metric but a plain callable
-        needs (2.3 s; it imports torchvision too: 0.1 GiB more per process)."""
+        """What a standby worker imports ahead of its use: torch's compiler front end, which the
+        first optimizer built in a process imports (1.8 s of a 1.9 s take-over on 2 cores)."""
         import torch._dynamo  # noqa: F401
-
-        if importlib.util.find_spec("torchmetrics") is not None:
-            import torchmetrics  # noqa: F401
 
     # -- group plumbing ---------------------------------------------------------------------------
 
