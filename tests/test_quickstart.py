@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.jvm_settings import suite_jvm_environment
-from tests.test_quiet import ABSL_PRE_INIT, TF_CPU_GUARD
+from tests.test_quiet import ABSL_PRE_INIT, TF_CPU_GUARD, clean_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "examples" / "quickstart.py")
@@ -26,10 +25,8 @@ def shell_without_the_venv() -> dict[str, str]:
     but the suite's JVM settings, and no TensorFlow log level (``init_orca_context`` in this test
     process sets one)."""
     venv_bin = str(Path(sys.executable).parent)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL") and not k.startswith(("PYSPARK_", "SPARK_"))}
+    env = {k: v for k, v in clean_environment().items() if k != "VIRTUAL_ENV"}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
-    env.update(suite_jvm_environment())
     return env
 
 
