@@ -1,13 +1,16 @@
 """Warm workers on Ray (zoo_lite.learn.base.warm_pool): a new Estimator's workers come from the pool,
-already imported, train to the weights of cold workers, are never used twice, and the pool is
-refilled; their CPUs are held in Ray while they work; the pool can be turned off and stays empty
-where memory is tight. Real Spark (local-cluster, two executors) and real Ray."""
+already imported, and train to the weights of cold workers; torch workers go back to the pool when
+their group ends (holding nothing of it), Keras ones never serve twice and the pool is refilled;
+their CPUs are held in Ray while they work; the pool can be turned off and stays empty where
+memory is tight. Real Spark (local-cluster, two executors) and real Ray."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -69,9 +72,10 @@ def _fit(est) -> None:
 
 
 def _pooled_pids(path: str) -> set[int]:
-    """The pids of the pool's idle actors of ``path`` (Ray's actor table)."""
+    """The pids of the pool's idle actors of ``path`` (Ray's actor table), workers handed back included."""
     from ray._private.state import actors
 
+    _pool().idle_count(path)   # takes in the workers handed back, once they closed their runners
     idle = {entry.actor._actor_id.hex() for entry in _pool()._idle.get(path, [])}
     return {int(entry["Pid"]) for entry in actors(actor_state_name="ALIVE").values() if entry["ActorID"] in idle}
 
@@ -92,7 +96,7 @@ def _check_worker_imports(est, path: str) -> None:
 
 
 @pytest.mark.parametrize("path, make", [(TORCH_PATH, _torch_estimator), (KERAS_PATH, _keras_estimator)], ids=["torch", "keras"])
-def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_never_used_twice(
+def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_only_torch_ones_serve_again(
         cluster, path, make, warm_workers_restored) -> None:
     OrcaContext.warm_workers = False
     cold = make()
@@ -119,12 +123,54 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_are_neve
     _check_worker_imports(second, path)
     for got, want in zip(_weights(second), expected):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
-    assert first._group is None   # it gave its CPUs back to the new group; its processes ended
-    assert _pool().wait_until_warm(path, timeout_s=120)   # refilled after the first epoch; alive once warm
-    refilled = _pooled_pids(path)
-    assert len(refilled) == 2 and not refilled & (first_pids | second_pids), "the pool holds only processes never used"
-    second.shutdown()
+    assert first._group is None   # it gave its CPUs back to the new group
+    assert _gone(first_pids), "the processes a group started itself end with it"
+    if path == KERAS_PATH:
+        assert _pool().wait_until_warm(path, timeout_s=120)   # refilled after the first epoch; alive once warm
+        refilled = _pooled_pids(path)
+        assert len(refilled) == 2 and not refilled & (first_pids | second_pids), "the pool holds only processes never used"
+        second.shutdown()
+        assert _gone(second_pids), "a Keras worker process never serves a second group"
+    else:
+        assert _pool().idle_count(path) == 0, "a group whose workers come back refills nothing"
+        second.shutdown()
+        assert _pooled_pids(path) == second_pids, "torch workers go back to the pool when their group ends"
+        third = make()
+        _fit(third)
+        assert third._group.from_pool == 2
+        assert set(third._group.call(lambda runner: os.getpid())) == second_pids
+        for got, want in zip(_weights(third), expected):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+        third.shutdown()
     first.shutdown()
+
+
+def _what_the_last_group_left(runner) -> tuple:
+    """In a pooled worker: its runner, whether torch's process group is still set up, and the
+    heartbeat threads still running (each stops within a beat once handed back)."""
+    beats = [thread for thread in threading.enumerate() if thread.name.startswith("zoo_lite-heartbeat")]
+    for thread in beats:
+        thread.join(timeout=5)
+    return runner, torch.distributed.is_initialized(), [thread.name for thread in beats if thread.is_alive()]
+
+
+def test_a_dropped_torch_estimator_hands_its_workers_back_holding_nothing_of_its_group(cluster) -> None:
+    est = _torch_estimator()
+    _fit(est)
+    if est._group.from_pool != 2:   # the module's earlier tests decide what the pool holds
+        est.shutdown()
+        est = _torch_estimator()
+        _fit(est)
+    assert est._group.from_pool == 2
+    pids = set(est._group.call(lambda runner: os.getpid()))
+    assert est._group.call(lambda runner: torch.distributed.is_initialized()) == [True, True]
+    del est
+    gc.collect()
+    assert _pooled_pids(TORCH_PATH) == pids, "the dropped group's workers should be back in the pool"
+    idle = [entry.actor for entry in _pool()._idle[TORCH_PATH]]
+    left = ray.get([actor.call.remote(_what_the_last_group_left) for actor in idle], timeout=60)
+    assert left == [(None, False, [])] * 2
+    wait_for_free_cpus(timeout_s=10)   # the group's CPU reservation went with it
 
 
 def test_the_cpus_of_pooled_workers_are_held_in_ray_while_they_work(cluster) -> None:

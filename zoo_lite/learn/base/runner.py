@@ -159,6 +159,9 @@ class RunnerBase:
 
     model: Any
     label_rule: Any
+    #: whether the process may build a later group's runner once this one closed (the warm pool
+    #: takes it back); a framework that sets up process-wide state once says no
+    process_serves_again: bool = False
 
     def __init__(self, framework: "Framework", spec: Any, info: "WorkerInfo") -> None:
         self.framework = framework

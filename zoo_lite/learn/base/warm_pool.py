@@ -6,10 +6,15 @@ keeps as many idle :class:`~zoo_lite.learn.base.worker_actor.PooledWorkerActor` 
 framework's last group ran on the node (at most :data:`MAX_WARM_PER_NODE`). A new group takes them
 instead of starting actors (:meth:`WarmPool.take`), and the pool is refilled once the group has
 trained an epoch or evaluated (:meth:`WarmPool.fill`, from ``WorkerGroup.refill_pool``), in the
-background: the new processes import at idle priority (:mod:`zoo_lite.learn.base.warm_up`).
+background: the new processes import at idle priority (:mod:`zoo_lite.learn.base.warm_up`). A
+group whose workers go back to the pool when it ends (:func:`hand_back`) refills nothing.
 
-- A used process never goes back to the pool: TensorFlow sets its collectives up once per
-  process, and a used torch process keeps the user's global state (seeds, threads, modules).
+- A process goes back to the pool only where its framework allows it (the runner class's
+  ``process_serves_again``): a torch worker taken from the pool comes back once its group ends
+  (the Estimator's ``shutdown()``, or the Estimator dropped), its runner closed (process group,
+  shared memory, heartbeat) and dropped; each runner sets its seed and threads again when built.
+  A Keras worker never comes back: TensorFlow sets its collectives up once per process. A
+  cold-started worker never does either: it holds its CPUs in Ray for its life.
 - Where a node has too little memory (:data:`~zoo_lite.learn.base.warm_up.MIN_AVAILABLE_MB`),
   its pooled actors decline and are ended; the node gets none for :data:`TIGHT_RETRY_S`.
 - Pooled actors hold no CPUs in Ray. A group that takes them reserves their share of the node's
@@ -33,15 +38,15 @@ import logging
 import threading
 import time
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import WorkerTimeoutError
 from zoo_lite.learn.base.worker_actor import PooledWorkerActor, cluster_answers, end_actors
 
-__all__ = ["MAX_WARM_PER_NODE", "TIGHT_RETRY_S", "RESERVATION_NAME", "WarmPool", "CpuReservation", "warm_pool_of",
-           "pick_by_node", "reserved_cpus_on"]
+__all__ = ["MAX_WARM_PER_NODE", "TIGHT_RETRY_S", "RESERVATION_NAME", "HAND_BACK_TIMEOUT_S", "WarmPool", "CpuReservation",
+           "warm_pool_of", "hand_back", "pick_by_node", "reserved_cpus_on"]
 
 T = TypeVar("T")
 _logger = logging.getLogger("zoo_lite.learn")
@@ -53,6 +58,22 @@ MAX_WARM_PER_NODE = 4
 TIGHT_RETRY_S = 60.0
 #: the name of the placement groups that hold the CPUs of pooled workers in use
 RESERVATION_NAME = "zoo_lite-worker-cpus"
+#: how long a group's start waits for handed-back workers to close their runners (a few ms each)
+HAND_BACK_TIMEOUT_S = 10.0
+
+#: ``(ray address, runner path, node id, actor)`` of workers handed back by ended groups, not yet
+#: taken in by their pool: appended without a lock, since a group dropped by the garbage
+#: collector hands its workers back from wherever the collection ran
+_handed_back: deque = deque()
+
+
+def hand_back(ray_address: str, path: str, actors_on_nodes: Sequence[tuple[str, Any]]) -> None:
+    """Give the pooled actors of an ended group (``(node id, actor)`` pairs) back to the warm pool
+    of the cluster at ``ray_address``, for the next group of ``path``. Cheap and lock-free (a
+    garbage-collected group calls it from a finalizer); the pool asks each actor to close its
+    runner when it next looks at its idle actors."""
+    for node, actor in actors_on_nodes:
+        _handed_back.append((ray_address, path, node, actor))
 
 
 def pick_by_node(available: Sequence[tuple[str, T]], rank_nodes: Sequence[str]) -> tuple[list[Optional[T]], list[tuple[str, T]]]:
@@ -81,6 +102,8 @@ class _Pooled:
     actor: Any
     node_id: str
     declined: Any
+    #: handed back by an ended group (``declined`` is then its answer to ``hand_back()``)
+    used: bool = False
 
 
 def _actor_alive(actor: Any) -> bool:
@@ -183,15 +206,22 @@ class WarmPool:
         the lock held."""
         import ray
 
+        self._take_in_handed_back()
         pooled = self._idle.get(path, [])
         if not pooled:
             return []
+        used = [entry.declined for entry in pooled if entry.used]
+        if used:   # their runners' close() runs before the next call they take: wait for its answer
+            ray.wait(used, num_returns=len(used), timeout=HAND_BACK_TIMEOUT_S)
         answered, _ = ray.wait([entry.declined for entry in pooled], num_returns=len(pooled), timeout=0)
         answered_ids = {ref.hex() for ref in answered}
         usable, ended = [], []
         for entry in pooled:
             reason = _answer(entry.declined) if entry.declined.hex() in answered_ids else None
-            if reason is not None:
+            if reason is not None and entry.used:
+                _logger.info("a worker handed back on Ray node %s is ended: %s", entry.node_id[:12], reason)
+                ended.append(entry.actor)
+            elif reason is not None:
                 _logger.info("no warm workers on Ray node %s for %.0f s: %s", entry.node_id[:12], TIGHT_RETRY_S, reason)
                 self._tight_until[entry.node_id] = time.monotonic() + TIGHT_RETRY_S
                 ended.append(entry.actor)
@@ -201,11 +231,40 @@ class WarmPool:
         self._idle[path] = usable
         return usable
 
+    def _take_in_handed_back(self) -> None:
+        """Move the workers handed back to this pool's cluster in front of its idle actors (they
+        are warm), each asked to close its runner; a node's actors beyond
+        :data:`MAX_WARM_PER_NODE` are ended. Call with the lock held."""
+        ended = []
+        for path, node, actor in _drain_handed_back(self.ray_address):
+            idle = self._idle.setdefault(path, [])
+            idle.insert(0, _Pooled(actor, node, actor.hand_back.remote(), used=True))
+            on_node = [entry for entry in idle if entry.node_id == node]
+            for extra in on_node[MAX_WARM_PER_NODE:]:
+                idle.remove(extra)
+                ended.append(extra.actor)
+        end_actors(ended, self.ray_address)
+
     def end(self) -> None:
-        """End every idle actor of the pool (idempotent)."""
+        """End every idle actor of the pool, and the workers handed back to it (idempotent)."""
         with self._lock:
             idle, self._idle = self._idle, {}
-        end_actors([entry.actor for entries in idle.values() for entry in entries], self.ray_address)
+        handed_back = [actor for _, _, actor in _drain_handed_back(self.ray_address)]
+        end_actors([entry.actor for entries in idle.values() for entry in entries] + handed_back, self.ray_address)
+
+
+def _drain_handed_back(ray_address: str) -> list[tuple[str, str, Any]]:
+    """``(path, node id, actor)`` of the workers handed back to the cluster at ``ray_address``,
+    taken off the queue; those of other clusters are dropped (a stopped cluster took its actors
+    along)."""
+    drained = []
+    while True:
+        try:
+            address, path, node, actor = _handed_back.popleft()
+        except IndexError:
+            return drained
+        if address == ray_address:
+            drained.append((path, node, actor))
 
 
 def _answer(declined: Any) -> Optional[str]:
@@ -233,6 +292,7 @@ def warm_pool_of(ray_address: str) -> Optional[WarmPool]:
             for pool in list(_pools.values()):
                 pool.end()
             _pools.clear()
+            end_actors([actor for _, _, actor in _drain_handed_back(ray_address)], ray_address)
             return None
         for address in [address for address in _pools if address != ray_address]:
             del _pools[address]

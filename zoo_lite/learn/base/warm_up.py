@@ -28,7 +28,7 @@ import sys
 import threading
 from typing import Any, Callable, Optional
 
-__all__ = ["MIN_AVAILABLE_MB", "WORKER_PROCESS_ENV", "runs_in_a_worker", "runner_path", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
+__all__ = ["MIN_AVAILABLE_MB", "WORKER_PROCESS_ENV", "runs_in_a_worker", "runner_path", "process_serves_again", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
            "BackgroundWarmUp"]
 
 #: a warm process is started only where at least this much memory is available (MiB): the
@@ -75,6 +75,20 @@ def runner_path(runner_factory: Callable[..., Any]) -> str:
     """
     target = _runner_class(runner_factory)
     return f"{target.__module__}:{target.__qualname__}"
+
+
+def process_serves_again(runner_factory: Callable[..., Any]) -> bool:
+    """Whether a worker process whose runner (built by ``runner_factory``) closed may build the
+    runner of a later group: the runner class's ``process_serves_again`` (torch: yes; TensorFlow
+    sets its collectives up once per process).
+
+    Examples
+    --------
+    >>> from zoo_lite.learn.base.framework import WorkerConfig
+    >>> process_serves_again(WorkerConfig)
+    False
+    """
+    return bool(getattr(_runner_class(runner_factory), "process_serves_again", False))
 
 
 def run_warm_up(runner_factory: Callable[..., Any]) -> None:

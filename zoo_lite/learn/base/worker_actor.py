@@ -8,6 +8,7 @@ and gets the runner factory when a group takes it.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.learn.base.ports import free_port
@@ -32,6 +33,7 @@ class WorkerActor:
     def __init__(self, runner_factory: Optional[Callable[["WorkerInfo"], Any]], info: Optional["WorkerInfo"]) -> None:
         self.runner_factory = runner_factory
         self.runner = None
+        self._heartbeat = threading.Event()   # set: the heartbeat of the runner's group stops
         if info is not None:
             self.take_place(info)
         elif runner_factory is not None:   # a standby: unpickling the factory imported the framework; now the rest
@@ -44,7 +46,7 @@ class WorkerActor:
             self.runner_factory = runner_factory
         assert self.runner_factory is not None, "a worker needs its group's runner factory"
         self.runner = self.runner_factory(info)
-        info.start_heartbeat()
+        self._heartbeat = info.start_heartbeat()
 
     def address(self) -> tuple[str, int]:
         """This worker's host address and its rendezvous port, as its runner's ``listen`` gives
@@ -89,8 +91,28 @@ class PooledWorkerActor(WorkerActor):
         the framework's modules at once from two threads (``KeyError: 'torch._dynamo'``, seen)."""
         from ray import cloudpickle
 
+        if self.runner is not None:
+            raise RuntimeError("this pooled worker still holds the runner of an earlier group (its hand_back() failed)")
         self._warm.finish()   # still importing: at normal priority now, and waited for
         self.take_place(info, cloudpickle.loads(runner_factory_bytes))
+
+    def hand_back(self) -> Optional[str]:
+        """Close and drop the runner of the group that ended, to serve a later group of the same
+        framework (the pool asks this of a worker handed back to it); why it cannot, or None."""
+        import gc
+
+        runner, self.runner, self.runner_factory = self.runner, None, None
+        if runner is None:
+            return None
+        self._heartbeat.set()
+        try:
+            runner.close()
+        except Exception as error:  # noqa: BLE001 - the pool ends a worker that could not close its runner
+            self.runner = runner
+            return f"closing its runner failed: {type(error).__name__}: {error}"
+        del runner
+        gc.collect()   # the model, optimizer and rows of the last group, before the next one's
+        return None
 
 
 def ray_context_at(ray_address: str) -> Optional["RayContext"]:

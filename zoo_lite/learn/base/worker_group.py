@@ -40,14 +40,15 @@ import re
 import os
 import threading
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.learn.base.ports import is_port_taken
-from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, pick_by_node, reserved_cpus_on, warm_pool_of
-from zoo_lite.learn.base.warm_up import runner_path
+from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, hand_back, pick_by_node, reserved_cpus_on, warm_pool_of
+from zoo_lite.learn.base.warm_up import process_serves_again, runner_path
 from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor, cluster_answers, end_actors, ray_context_at
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
@@ -186,21 +187,23 @@ class WorkerInfo:
         if self.publishes_progress:
             self.progress_board.publish(progress)
 
-    def start_heartbeat(self) -> None:
-        """Send the board a heartbeat every second, from a daemon thread, for the life of this
-        process: it stops only when the process stops (or hangs holding the GIL)."""
+    def start_heartbeat(self) -> threading.Event:
+        """Send the board a heartbeat every second, from a daemon thread, until the returned event
+        is set (a worker handed back to the warm pool) or the process stops (or hangs holding the GIL)."""
+        stopped = threading.Event()
         if self.progress_board is None:
-            return
+            return stopped
         import ray
 
         board, rank, pid, host = self.progress_board, self.rank, os.getpid(), ray.util.get_node_ip_address()
 
-        def beat_forever() -> None:
-            while True:
+        def beat_until_stopped() -> None:
+            while not stopped.is_set():
                 board.beat(rank, pid, host)
-                time.sleep(_BEAT_INTERVAL_S)
+                stopped.wait(_BEAT_INTERVAL_S)
 
-        threading.Thread(target=beat_forever, name=f"zoo_lite-heartbeat-{rank}", daemon=True).start()
+        threading.Thread(target=beat_until_stopped, name=f"zoo_lite-heartbeat-{rank}", daemon=True).start()
+        return stopped
 
 
 def _sigkill_ray_worker(pid: int) -> bool:
@@ -499,6 +502,9 @@ class WorkerGroup:
         self._reservation: Optional[CpuReservation] = None
         #: how many of the group's workers came from the warm pool
         self.from_pool = 0
+        #: ``(node id, actor)`` of the workers that go back to the pool when the group ends cleanly:
+        #: all, where each came from the pool and the framework lets a process serve again
+        self._to_hand_back: list[tuple[str, Any]] = []
         pool = warm_pool_of(self.ray_address) if use_warm_pool and taken is None else None
         try:
             if taken is not None:
@@ -518,6 +524,10 @@ class WorkerGroup:
             raise
         #: the warm pool to refill for the next group once this one has worked (:meth:`refill_pool`)
         self._pool_to_refill = pool
+        if pool is not None and self.from_pool == len(self.actors) and process_serves_again(runner_factory):
+            self._to_hand_back = list(zip(self._node_ids, self.actors))
+            # an Estimator dropped without shutdown() drops its group: its workers go back too
+            weakref.finalize(self, hand_back, self.ray_address, runner_path(runner_factory), self._to_hand_back)
 
     def _start_or_take(self, pool: Optional[WarmPool], infos: list[WorkerInfo], timeout_s: float) -> None:
         """The group's actors: for each rank, one taken from the warm ``pool`` where it has one on
@@ -719,6 +729,7 @@ class WorkerGroup:
         """End every running actor at once (idempotent); a standby is left for the next group
         (:meth:`take_standby`) or :meth:`end_standby`."""
         actors, self.actors = self.actors, []
+        self._to_hand_back.clear()
         board, self.progress_board = self.progress_board, None
         # the survivors of a lost node hold CPUs in the cluster, which lives on
         end_actors(actors, self.ray_address)
@@ -731,9 +742,11 @@ class WorkerGroup:
     def refill_pool(self) -> None:
         """Refill the warm pool for the next group, once (the Estimator calls it after each epoch
         and evaluation): not while this group starts, whose first call would share the CPUs with
-        the new processes' start (about 0.7 s of CPU each for Ray's own start, measured)."""
+        the new processes' start (about 0.7 s of CPU each for Ray's own start, measured). Not
+        at all where this group's workers go back to the pool when it ends: a new group needs
+        every CPU, so this one ends (and hands them back) before the next starts."""
         pool, self._pool_to_refill = self._pool_to_refill, None
-        if pool is not None and self.actors:
+        if pool is not None and self.actors and not self._to_hand_back:
             pool.fill(runner_path(self._runner_factory), self._node_ids)
 
     def start_standby(self) -> None:
@@ -758,14 +771,20 @@ class WorkerGroup:
             standby.end()
 
     def shutdown(self) -> None:
-        """Let each runner release its resources (bounded), then end the actors and the standby."""
+        """Hand the workers back to the warm pool where they may serve again (they close their
+        runners there), else let each runner release its resources (bounded) and end the actors;
+        then end the standby."""
         import ray
 
         if self.actors and ray.is_initialized() and self._in_current_ray():
-            try:
-                self._wait([actor.close.remote() for actor in self.actors], "close", _SHUTDOWN_TIMEOUT_S)
-            except ZooLiteError:
-                pass  # the actors are killed below either way
+            if self._to_hand_back and warm_pool_of(self.ray_address) is not None:
+                hand_back(self.ray_address, runner_path(self._runner_factory), self._to_hand_back)
+                self.actors = []
+            else:
+                try:
+                    self._wait([actor.close.remote() for actor in self.actors], "close", _SHUTDOWN_TIMEOUT_S)
+                except ZooLiteError:
+                    pass  # the actors are killed below either way
         self.kill()
         self.end_standby()
 

@@ -90,6 +90,10 @@ class _Metrics:
 class TorchRunner(RunnerBase):
     """One training worker (see :class:`~zoo_lite.learn.base.runner.Runner`)."""
 
+    #: close() leaves nothing of the group behind (process group, store, shared memory), and a
+    #: new runner sets the seed and the threads again
+    process_serves_again = True
+
     def __init__(self, framework: Framework, spec: TorchSpec, info: WorkerInfo) -> None:
         super().__init__(framework, spec, info)
         torch.set_num_threads(info.num_threads)
