@@ -1,6 +1,6 @@
 """What a new user sees on a successful first run (issue 31): no traceback under a ``LIMIT`` over a
 Python UDF, and nothing zoo_lite made left empty in the temp dir. Real programs run in
-subprocesses, as a user runs them, with their output captured."""
+subprocesses, as a user runs them, with their output captured, two at a time (tests/at_once.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,19 @@ import os
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator, Optional
 
 import pytest
 
+from tests.at_once import selected_tests, started_at_once
 from tests.test_quiet import clean_environment
 
 MARKER = "FIRST-RUN-DONE"
 #: printed to stderr before the query that must fail: what comes after it is that failure's report
 FAILING_QUERY = "FIRST-RUN-FAILING-QUERY"
+PROGRAM_TIMEOUT_S = 270
 
 # a pandas UDF over 8 partitions of 200 000 rows, cut short by LIMIT three ways (SQL, the
 # DataFrame API, take), then a UDF that raises: its error must still reach the driver
@@ -59,14 +63,44 @@ print("{MARKER}")
 '''
 
 
-@pytest.mark.timeout(200)
-def test_a_limit_over_a_pandas_udf_prints_no_traceback_and_udf_errors_still_reach_the_driver(tmp_path: Path) -> None:
+def run_program(folder: Path, text: str, temp_dir: Optional[Path]) -> subprocess.CompletedProcess:
+    """Run the program ``text`` from ``folder``, with ``temp_dir`` (made here) as its TMPDIR if given."""
+    program = folder / "program.py"
+    program.write_text(text)
+    env = clean_environment()
+    if temp_dir is not None:
+        temp_dir.mkdir()
+        env["TMPDIR"] = str(temp_dir)
+    return subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S,
+                          cwd=folder, env=env)
+
+
+@pytest.fixture(scope="module")
+def program_runs(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], tuple[subprocess.CompletedProcess, Path]]]:
+    """``program_runs(test name)``: that test's program's run and its folder. The module's selected
+    programs start here, two at a time (tests/at_once.py)."""
+    selected = selected_tests(request)
+    folders = {name: tmp_path_factory.mktemp("first-run") for name in PROGRAMS if name in selected}
+    calls = {name: partial(run_program, folder, PROGRAMS[name], folder / "tmp" if name == TEMP_DIR_TEST else None)
+             for name, folder in folders.items()}
+    with started_at_once(calls, PROGRAM_TIMEOUT_S) as finished:
+        yield lambda name: (finished(name), folders[name])
+
+
+@pytest.fixture
+def program_run(program_runs: Callable[[str], tuple[subprocess.CompletedProcess, Path]],
+                request: pytest.FixtureRequest) -> tuple[subprocess.CompletedProcess, Path]:
+    """The calling test's program's run and folder."""
+    return program_runs(request.node.originalname)
+
+
+@pytest.mark.timeout(400)
+def test_a_limit_over_a_pandas_udf_prints_no_traceback_and_udf_errors_still_reach_the_driver(
+        program_run: tuple[subprocess.CompletedProcess, Path]) -> None:
     """Spark stops a Python worker whose rows a LIMIT no longer needs by closing its Unix socket;
     pyspark's daemon printed the worker's ``BrokenPipeError`` traceback under the result."""
-    program = tmp_path / "limit_program.py"
-    program.write_text(LIMIT_PROGRAM)
-    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=170, cwd=tmp_path,
-                          env=clean_environment())
+    done, _ = program_run
     output = done.stdout + done.stderr
     assert done.returncode == 0 and MARKER in done.stdout, output[-5000:]
     assert done.stdout.count("rows: 10 True") == 4 and done.stdout.count("take rows: 5 True") == 2, output[-5000:]
@@ -112,16 +146,18 @@ print("{MARKER}")
 '''
 
 
-@pytest.mark.timeout(300)
-def test_a_run_leaves_nothing_empty_in_the_temp_dir_and_keeps_what_was_there(tmp_path: Path) -> None:
+TEMP_DIR_TEST = "test_a_run_leaves_nothing_empty_in_the_temp_dir_and_keeps_what_was_there"
+PROGRAMS = {TEMP_DIR_TEST: TEMP_DIR_PROGRAM,
+            "test_a_limit_over_a_pandas_udf_prints_no_traceback_and_udf_errors_still_reach_the_driver": LIMIT_PROGRAM}
+
+
+@pytest.mark.timeout(400)
+def test_a_run_leaves_nothing_empty_in_the_temp_dir_and_keeps_what_was_there(
+        program_run: tuple[subprocess.CompletedProcess, Path]) -> None:
     """The Ray nodes' log folder (empty once the logs of cleanly stopped nodes are deleted) and
     PyTorch's inductor cache folder (made by every process that builds an optimizer) stayed."""
-    temp_dir = tmp_path / "tmp"
-    temp_dir.mkdir()
-    program = tmp_path / "temp_dir_program.py"
-    program.write_text(TEMP_DIR_PROGRAM)
-    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=270, cwd=tmp_path,
-                          env={**clean_environment(), "TMPDIR": str(temp_dir)})
+    done, folder = program_run
+    temp_dir = folder / "tmp"
     output = done.stdout + done.stderr
     # while it runs: zoo_lite's log folder, and PyTorch's cache folder where this torch makes it
     # (torch decides; in CI's full suite it did not), nothing else

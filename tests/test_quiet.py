@@ -1,7 +1,8 @@
 """zoo_lite is quiet by default (issue 16): a successful run shows the program's own output, not
 Spark's start-up INFO lines, Spark's FileStreamSink stack trace for a glob, or TensorFlow's C++
 start-up lines; ``spark_log_level="INFO"`` brings the INFO lines back. Real programs run in
-subprocesses (with the venv's Python, and under ``scripts/spark-submit``), as a user runs them."""
+subprocesses (with the venv's Python, and under ``scripts/spark-submit``), as a user runs them,
+two at a time (tests/at_once.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import os
 import re
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 
+from tests.at_once import selected_tests, started_at_once
 from tests.jvm_settings import suite_jvm_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "QUIET-PROGRAM-DONE"
+PROGRAM_TIMEOUT_S = 170
 
 # one program for every case: read a glob of files (FileStreamSink warns about globs), build a
 # DataFrame with to_spark_df (its JVM helper is loaded into the running JVM, under spark-submit
@@ -67,7 +72,7 @@ def run_program(tmp_path: Path, launcher: list[str], cluster_mode: str, level: s
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
     done = subprocess.run([*launcher, str(program), cluster_mode, level, str(tmp_path), tensorflow_in],
-                          capture_output=True, text=True, timeout=170, cwd=tmp_path, env=clean_environment())
+                          capture_output=True, text=True, timeout=PROGRAM_TIMEOUT_S, cwd=tmp_path, env=clean_environment())
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-5000:]
     assert MARKER in done.stdout and "files read: 2" in done.stdout, output[-5000:]
@@ -75,18 +80,38 @@ def run_program(tmp_path: Path, launcher: list[str], cluster_mode: str, level: s
     return output
 
 
+#: each test's program run: launcher, cluster mode, Spark log level, where TensorFlow is imported
+PROGRAM_RUNS = {
+    "test_a_default_run_shows_no_filestreamsink_trace_nor_tensorflow_cpp_lines": ([sys.executable], "local", "WARN", "both"),
+    "test_spark_log_level_info_brings_back_spark_and_tensorflow_info_lines": ([sys.executable], "local", "INFO", "driver"),
+    "test_spark_submit_prints_no_start_up_info_lines": (
+        [str(ROOT / "scripts" / "spark-submit"), "--master", "local[2]"], "spark-submit", "WARN", "none"),
+}
+
+
 @pytest.fixture(scope="module")
-def quiet_run(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Output of the program with TensorFlow on both sides, at the default log level."""
-    return run_program(tmp_path_factory.mktemp("quiet"), [sys.executable], "local", "WARN", tensorflow_in="both")
+def program_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], str]]:
+    """``program_runs(test name)``: the output of that test's run of PROGRAM. The module's selected
+    runs start here, two at a time (tests/at_once.py)."""
+    selected = selected_tests(request)
+    calls = {name: partial(run_program, tmp_path_factory.mktemp("quiet"), *arguments)
+             for name, arguments in PROGRAM_RUNS.items() if name in selected}
+    with started_at_once(calls, PROGRAM_TIMEOUT_S) as finished:
+        yield finished
 
 
-@pytest.mark.timeout(200)
-def test_a_default_run_shows_no_filestreamsink_trace_nor_tensorflow_cpp_lines(quiet_run: str) -> None:
-    assert "worker tf: [1]" in quiet_run and "driver tf: 2" in quiet_run, quiet_run[-5000:]
-    assert FILE_STREAM_SINK not in quiet_run, quiet_run[-5000:]
-    assert not TF_CPU_GUARD.search(quiet_run), quiet_run[-5000:]
-    assert not SPARK_INFO_LINE.search(quiet_run), quiet_run[-5000:]
+@pytest.fixture
+def output(program_runs: Callable[[str], str], request: pytest.FixtureRequest) -> str:
+    """The output of the calling test's run of PROGRAM."""
+    return program_runs(request.node.originalname)
+
+
+@pytest.mark.timeout(400)
+def test_a_default_run_shows_no_filestreamsink_trace_nor_tensorflow_cpp_lines(output: str) -> None:
+    assert "worker tf: [1]" in output and "driver tf: 2" in output, output[-5000:]
+    assert FILE_STREAM_SINK not in output, output[-5000:]
+    assert not TF_CPU_GUARD.search(output), output[-5000:]
+    assert not SPARK_INFO_LINE.search(output), output[-5000:]
 
 
 # TensorFlow imported through zoo_lite.learn.tf2 prints none of its start-up lines in the driver,
@@ -94,17 +119,14 @@ def test_a_default_run_shows_no_filestreamsink_trace_nor_tensorflow_cpp_lines(qu
 # (tests/test_quickstart.py), whose Keras part runs in all three
 
 
-@pytest.mark.timeout(200)
-def test_spark_log_level_info_brings_back_spark_and_tensorflow_info_lines(tmp_path: Path) -> None:
-    output = run_program(tmp_path, [sys.executable], "local", "INFO", tensorflow_in="driver")
+@pytest.mark.timeout(400)
+def test_spark_log_level_info_brings_back_spark_and_tensorflow_info_lines(output: str) -> None:
     assert SPARK_INFO_LINE.search(output), output[-5000:]
     assert TF_CPU_GUARD.search(output), output[-5000:]
 
 
-@pytest.mark.timeout(200)
-def test_spark_submit_prints_no_start_up_info_lines(tmp_path: Path) -> None:
-    output = run_program(tmp_path, [str(ROOT / "scripts" / "spark-submit"), "--master", "local[2]"],
-                         "spark-submit", "WARN", tensorflow_in="none")
+@pytest.mark.timeout(400)
+def test_spark_submit_prints_no_start_up_info_lines(output: str) -> None:
     assert not SPARK_INFO_LINE.search(output), output[-5000:]
     assert FILE_STREAM_SINK not in output, output[-5000:]
 
