@@ -1,8 +1,9 @@
 """Warm workers on Ray (zoo_lite.learn.base.warm_pool): a new Estimator's workers come from the pool,
-already imported, and train to the weights of cold workers; torch workers go back to the pool when
-their group ends (holding nothing of it), Keras ones never serve twice and the pool is refilled;
-their CPUs are held in Ray while they work; the pool can be turned off and stays empty where
-memory is tight. Real Spark (local-cluster, two executors) and real Ray."""
+already imported, and train to the weights of cold workers; torch workers, and Keras ones that
+shared a host (no TensorFlow collective), go back to the pool when their group ends (holding
+nothing of it); Keras workers that set up TensorFlow's collective never serve twice and the pool
+is refilled; their CPUs are held in Ray while they work; the pool can be turned off and stays
+empty where memory is tight. Real Spark (local-cluster, two executors on one host) and real Ray."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import torch
 from zoo_lite import OrcaContext
 from zoo_lite.data import XShards
 from zoo_lite.errors import WorkerTimeoutError
+from zoo_lite.learn.base.framework import WorkerConfig
 from zoo_lite.learn.base.warm_pool import WarmPool, warm_pool_of
 from zoo_lite.learn.base.warm_up import runner_path
 from zoo_lite.learn.base.worker_group import wait_for_free_cpus
@@ -66,6 +68,12 @@ def _keras_estimator():
     return KerasEstimators.from_keras(model_creator=keras_models.linear_model, seed=3)
 
 
+def _keras_estimator_on_tensorflows_collective():
+    """Gradients and sums through TensorFlow's ring all-reduce, as across hosts."""
+    return KerasEstimators.from_keras(model_creator=keras_models.linear_model, seed=3,
+                                      worker_config=WorkerConfig(shared_memory_exchange=False))
+
+
 def _fit(est) -> None:
     quiet = {"verbose": 0} if isinstance(est, KerasEstimator) else {}
     est.fit(_rows(), epochs=2, batch_size=16, **quiet)
@@ -95,9 +103,13 @@ def _check_worker_imports(est, path: str) -> None:
         assert not imported & skipped, f"a worker imported {sorted(imported & skipped)}"
 
 
-@pytest.mark.parametrize("path, make", [(TORCH_PATH, _torch_estimator), (KERAS_PATH, _keras_estimator)], ids=["torch", "keras"])
-def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_only_torch_ones_serve_again(
-        cluster, path, make, warm_workers_restored) -> None:
+@pytest.mark.parametrize("path, make, serves_again", [
+    (TORCH_PATH, _torch_estimator, True),
+    (KERAS_PATH, _keras_estimator, True),
+    (KERAS_PATH, _keras_estimator_on_tensorflows_collective, False),
+], ids=["torch", "keras", "keras over tensorflow's collective"])
+def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_serve_again_unless_they_set_up_tensorflows_collective(
+        cluster, path, make, serves_again, warm_workers_restored) -> None:
     OrcaContext.warm_workers = False
     cold = make()
     _fit(cold)
@@ -125,16 +137,18 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_only_tor
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     assert first._group is None   # it gave its CPUs back to the new group
     assert _gone(first_pids), "the processes a group started itself end with it"
-    if path == KERAS_PATH:
+    exchange = second._group.call(lambda runner: runner.exchange_kind())
+    assert exchange == (["collective"] * 2 if make is _keras_estimator_on_tensorflows_collective else ["shared_memory"] * 2)
+    if not serves_again:
         assert _pool().wait_until_warm(path, timeout_s=120)   # refilled after the first epoch; alive once warm
         refilled = _pooled_pids(path)
         assert len(refilled) == 2 and not refilled & (first_pids | second_pids), "the pool holds only processes never used"
         second.shutdown()
-        assert _gone(second_pids), "a Keras worker process never serves a second group"
+        assert _gone(second_pids), "a process that set up TensorFlow's collective never serves a second group"
     else:
         assert _pool().idle_count(path) == 0, "a group whose workers come back refills nothing"
         second.shutdown()
-        assert _pooled_pids(path) == second_pids, "torch workers go back to the pool when their group ends"
+        assert _pooled_pids(path) == second_pids, "the workers go back to the pool when their group ends"
         third = make()
         _fit(third)
         assert third._group.from_pool == 2
@@ -145,13 +159,52 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_only_tor
     first.shutdown()
 
 
-def _what_the_last_group_left(runner) -> tuple:
-    """In a pooled worker: its runner, whether torch's process group is still set up, and the
-    heartbeat threads still running (each stops within a beat once handed back)."""
+def test_a_group_on_tensorflows_collective_leaves_used_keras_processes_to_the_next_group_that_shares_a_host(cluster) -> None:
+    """TensorFlow sets its collective up only before its runtime starts: a process that served a
+    Keras group cannot, so such a group takes only processes that never served."""
+    est = _keras_estimator()
+    _fit(est)
+    if est._group.from_pool != 2:   # the module's earlier tests decide what the pool holds
+        est.shutdown()
+        est = _keras_estimator()
+        _fit(est)
+    assert est._group.from_pool == 2
+    used = set(est._group.call(lambda runner: os.getpid()))
+    est.shutdown()
+    assert _pooled_pids(KERAS_PATH) >= used
+    idle = [entry.actor for entry in _pool()._idle[KERAS_PATH]]
+    assert ray.get([actor.call.remote(_what_the_last_keras_group_left) for actor in idle], timeout=60) == [(None, False, [])] * len(idle)
+
+    on_collective = _keras_estimator_on_tensorflows_collective()
+    _fit(on_collective)
+    assert not set(on_collective._group.call(lambda runner: os.getpid())) & used
+    assert on_collective._group.call(lambda runner: runner.exchange_kind()) == ["collective"] * 2
+    on_collective.shutdown()
+    assert _pooled_pids(KERAS_PATH) >= used, "the used processes stay in the pool"
+
+    again = _keras_estimator()
+    _fit(again)
+    assert set(again._group.call(lambda runner: os.getpid())) == used
+    again.shutdown()
+
+
+def _heartbeats_still_running() -> list[str]:
+    """In a pooled worker: the heartbeat threads still running (each stops within a beat once
+    handed back)."""
     beats = [thread for thread in threading.enumerate() if thread.name.startswith("zoo_lite-heartbeat")]
     for thread in beats:
         thread.join(timeout=5)
-    return runner, torch.distributed.is_initialized(), [thread.name for thread in beats if thread.is_alive()]
+    return [thread.name for thread in beats if thread.is_alive()]
+
+
+def _what_the_last_keras_group_left(runner) -> tuple:
+    """In a pooled Keras worker: its runner, whether TensorFlow was told of a cluster, and the heartbeats."""
+    return runner, "TF_CONFIG" in os.environ, _heartbeats_still_running()
+
+
+def _what_the_last_group_left(runner) -> tuple:
+    """In a pooled torch worker: its runner, whether torch's process group is still set up, and the heartbeats."""
+    return runner, torch.distributed.is_initialized(), _heartbeats_still_running()
 
 
 def test_a_dropped_torch_estimator_hands_its_workers_back_holding_nothing_of_its_group(cluster) -> None:

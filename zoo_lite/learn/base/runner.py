@@ -160,8 +160,16 @@ class RunnerBase:
     model: Any
     label_rule: Any
     #: whether the process may build a later group's runner once this one closed (the warm pool
-    #: takes it back); a framework that sets up process-wide state once says no
+    #: takes it back); a framework that sets up process-wide state once says no (or says so in
+    #: ``connect``, per group, and answers :meth:`used_process_serves` to match)
     process_serves_again: bool = False
+
+    @classmethod
+    def used_process_serves(cls, spec: Any, hosts: list[str]) -> bool:
+        """Whether a process that served an earlier group may run this group's runner, given the
+        group's ``spec`` and the address of each rank's host (the warm pool asks before it gives
+        out a process handed back to it)."""
+        return cls.process_serves_again
 
     def __init__(self, framework: "Framework", spec: Any, info: "WorkerInfo") -> None:
         self.framework = framework

@@ -9,12 +9,14 @@ trained an epoch or evaluated (:meth:`WarmPool.fill`, from ``WorkerGroup.refill_
 background: the new processes import at idle priority (:mod:`zoo_lite.learn.base.warm_up`). A
 group whose workers go back to the pool when it ends (:func:`hand_back`) refills nothing.
 
-- A process goes back to the pool only where its framework allows it (the runner class's
-  ``process_serves_again``): a torch worker taken from the pool comes back once its group ends
-  (the Estimator's ``shutdown()``, or the Estimator dropped), its runner closed (process group,
-  shared memory, heartbeat) and dropped; each runner sets its seed and threads again when built.
-  A Keras worker never comes back: TensorFlow sets its collectives up once per process. A
-  cold-started worker never does either: it holds its CPUs in Ray for its life.
+- A process goes back to the pool only where its framework allows it (each runner's
+  ``process_serves_again``, known once it connected): a torch worker taken from the pool comes
+  back once its group ends (the Estimator's ``shutdown()``, or the Estimator dropped), its runner
+  closed (process group, shared memory, heartbeat) and dropped; each runner sets its seed and
+  threads again when built. A Keras worker comes back when its group shared one host (no
+  TensorFlow collective); one that set up TensorFlow's collective never does, and a Keras group
+  that needs that collective takes only processes that never served (:meth:`WarmPool.take`'s
+  ``used_too``). A cold-started worker never comes back: it holds its CPUs in Ray for its life.
 - Where a node has too little memory (:data:`~zoo_lite.learn.base.warm_up.MIN_AVAILABLE_MB`),
   its pooled actors decline and are ended; the node gets none for :data:`TIGHT_RETRY_S`.
 - Pooled actors hold no CPUs in Ray. A group that takes them reserves their share of the node's
@@ -165,14 +167,16 @@ class WarmPool:
             time.sleep(0.2)
         return True
 
-    def take(self, path: str, rank_nodes: Sequence[str]) -> list[Optional[Any]]:
+    def take(self, path: str, rank_nodes: Sequence[str], used_too: bool = True) -> list[Optional[Any]]:
         """For each rank, an idle actor of ``path`` on its node ``rank_nodes[rank]`` (ready, or
         still importing: :meth:`PooledWorkerActor.take_place` waits for it), or None where the
-        pool has none left there. Taken actors leave the pool."""
+        pool has none left there; only actors that never served a group unless ``used_too``
+        (see :func:`~zoo_lite.learn.base.warm_up.used_process_serves`). Taken actors leave the pool."""
         with self._lock:
             pooled = self._usable(path)
-            picked, left = pick_by_node([(entry.node_id, entry) for entry in pooled], rank_nodes)
-            self._idle[path] = [entry for _, entry in left]
+            candidates = [entry for entry in pooled if used_too or not entry.used]
+            picked, left = pick_by_node([(entry.node_id, entry) for entry in candidates], rank_nodes)
+            self._idle[path] = [entry for _, entry in left] + [entry for entry in pooled if entry not in candidates]
         return [entry.actor if entry is not None else None for entry in picked]
 
     def fill(self, path: str, rank_nodes: Sequence[str]) -> None:

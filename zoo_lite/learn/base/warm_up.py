@@ -27,9 +27,9 @@ import importlib
 import os
 import sys
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["MIN_AVAILABLE_MB", "WORKER_PROCESS_ENV", "runs_in_a_worker", "runner_path", "process_serves_again", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
+__all__ = ["MIN_AVAILABLE_MB", "WORKER_PROCESS_ENV", "runs_in_a_worker", "runner_path", "used_process_serves", "run_warm_up", "warm_up_runner", "available_memory_mb", "memory_too_tight",
            "BackgroundWarmUp"]
 
 #: a warm process is started only where at least this much memory is available (MiB): the
@@ -78,18 +78,24 @@ def runner_path(runner_factory: Callable[..., Any]) -> str:
     return f"{target.__module__}:{target.__qualname__}"
 
 
-def process_serves_again(runner_factory: Callable[..., Any]) -> bool:
-    """Whether a worker process whose runner (built by ``runner_factory``) closed may build the
-    runner of a later group: the runner class's ``process_serves_again`` (torch: yes; TensorFlow
-    sets its collectives up once per process).
+def used_process_serves(runner_factory: Callable[..., Any], hosts: Sequence[str]) -> bool:
+    """Whether a process that served an earlier group (handed back to the pool) may run the
+    runner ``runner_factory`` builds for a group on ``hosts`` (one address per rank): the runner
+    class's ``used_process_serves(spec, hosts)``, given the spec the factory holds (the last
+    argument of a ``functools.partial``). Torch: always; Keras: unless the group needs
+    TensorFlow's collective, which a process sets up only before its runtime starts.
 
     Examples
     --------
     >>> from zoo_lite.learn.base.framework import WorkerConfig
-    >>> process_serves_again(WorkerConfig)
+    >>> used_process_serves(WorkerConfig, ["10.0.0.1"])
     False
     """
-    return bool(getattr(_runner_class(runner_factory), "process_serves_again", False))
+    serves = getattr(_runner_class(runner_factory), "used_process_serves", None)
+    if serves is None:
+        return False
+    spec = runner_factory.args[-1] if isinstance(runner_factory, functools.partial) and runner_factory.args else None
+    return bool(serves(spec, list(hosts)))
 
 
 def run_warm_up(runner_factory: Callable[..., Any]) -> None:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
 from zoo_lite.learn.base.ports import is_port_taken
 from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, hand_back, pick_by_node, reserved_cpus_on, warm_pool_of
-from zoo_lite.learn.base.warm_up import process_serves_again, runner_path
+from zoo_lite.learn.base.warm_up import runner_path, used_process_serves
 from zoo_lite.learn.base.worker_actor import PooledWorkerActor, WorkerActor, cluster_answers, end_actors, ray_context_at
 from zoo_lite.ray_on_spark.watchdog import HEARTBEAT_INTERVAL_S
 from zoo_lite.user_code import user_code_by_value
@@ -238,6 +238,7 @@ class _CpuNode:
     node_id: str
     name: str      # zoo_lite's node name (``ray start --node-name``), as the Ray context's lease knows it
     cpus: float
+    address: str   # the host's address, as the node's workers report it
 
 
 def _cpu_nodes(ray_context: "RayContext") -> list[_CpuNode]:
@@ -248,7 +249,8 @@ def _cpu_nodes(ray_context: "RayContext") -> list[_CpuNode]:
     names = {node["node_name"] for node in ray_context.nodes}
     nodes = [node for node in alive_ray_nodes() if node["Resources"].get("CPU", 0) > 0 and node.get("NodeName") in names]
     nodes.sort(key=lambda node: (node["NodeManagerAddress"], node["NodeManagerPort"]))
-    return [_CpuNode(node["NodeID"], node.get("NodeName", ""), float(node["Resources"]["CPU"])) for node in nodes]
+    return [_CpuNode(node["NodeID"], node.get("NodeName", ""), float(node["Resources"]["CPU"]), node["NodeManagerAddress"])
+            for node in nodes]
 
 
 def wait_for_free_cpus(holders: str = "", timeout_s: float = _FREE_CPU_WAIT_S) -> None:
@@ -517,14 +519,14 @@ class WorkerGroup:
                 self.start_standby()   # beside the workers, so ready about when they are
             addresses = self._wait([actor.address.remote() for actor in self.actors], "start", start_timeout_s)
             connect = functools.partial(_connect, addresses)
-            self._wait([actor.call.remote(connect) for actor in self.actors], "connect", start_timeout_s)
+            serve_again = self._wait([actor.call.remote(connect) for actor in self.actors], "connect", start_timeout_s)
         except BaseException:
             self.kill()
             self.end_standby()
             raise
         #: the warm pool to refill for the next group once this one has worked (:meth:`refill_pool`)
         self._pool_to_refill = pool
-        if pool is not None and self.from_pool == len(self.actors) and process_serves_again(runner_factory):
+        if pool is not None and self.from_pool == len(self.actors) and all(serve_again):
             self._to_hand_back = list(zip(self._node_ids, self.actors))
             # an Estimator dropped without shutdown() drops its group: its workers go back too
             weakref.finalize(self, hand_back, self.ray_address, runner_path(runner_factory), self._to_hand_back)
@@ -532,7 +534,9 @@ class WorkerGroup:
     def _start_or_take(self, pool: Optional[WarmPool], infos: list[WorkerInfo], timeout_s: float) -> None:
         """The group's actors: for each rank, one taken from the warm ``pool`` where it has one on
         the rank's node (their CPUs reserved), else a new one."""
-        pooled = pool.take(runner_path(self._runner_factory), self._node_ids) if pool is not None else [None] * len(infos)
+        hosts = [node.address for node, _ in self._places]
+        pooled = ([None] * len(infos) if pool is None else
+                  pool.take(runner_path(self._runner_factory), self._node_ids, used_too=used_process_serves(self._runner_factory, hosts)))
         self.actors = [actor for actor in pooled if actor is not None]   # ended with the group should the rest fail
         self.from_pool = len(self.actors)
         if self.actors:
@@ -898,8 +902,11 @@ def started_again_if_port_taken(start: Callable[[], T]) -> T:
     return start()
 
 
-def _connect(addresses: list[tuple[str, int]], runner: Any) -> None:
+def _connect(addresses: list[tuple[str, int]], runner: Any) -> bool:
+    """Connect the runner; whether its process may serve a later group once it closed (a
+    runner's ``process_serves_again``, which a framework may set in ``connect``)."""
     runner.connect(addresses)
+    return bool(getattr(runner, "process_serves_again", False))
 
 
 def runner_call_name(call: Callable[..., Any]) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 from typing import Any, Callable, Optional, Sequence
 
@@ -35,6 +36,7 @@ from zoo_lite.learn.base.callbacks import restore_callback_states
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.host_exchange import HostSum
 from zoo_lite.learn.base.runner import EpochPlan, FitPlan, RunnerBase
+from zoo_lite.learn.base.star_sum import StarSum
 from zoo_lite.learn.base.worker_group import WorkerInfo
 from zoo_lite.learn.tf2.callbacks import callbacks_for_rank, wants_batch_logs
 from zoo_lite.learn.tf2.feeds import DatasetFeed, HeldRowsFeed
@@ -42,6 +44,8 @@ from zoo_lite.learn.tf2.predict import remove_autograph_files
 from zoo_lite.learn.tf2.specs import KerasSpec, lookup_layers
 
 __all__ = ["KerasRunner", "per_row_loss"]
+
+_logger = logging.getLogger("zoo_lite.learn")
 
 
 def per_row_loss(model: Any) -> tuple[Callable[[Any, Any], Any], bool, str]:
@@ -112,8 +116,12 @@ class KerasRunner(RunnerBase):
         super().__init__(framework, spec, info)
         # thread pools can only be sized before TensorFlow's runtime starts (the spec's user objects,
         # which may start it, are unpickled later: see KerasSpec)
-        tf.config.threading.set_intra_op_parallelism_threads(info.num_threads)
-        tf.config.threading.set_inter_op_parallelism_threads(min(2, info.num_threads))
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(info.num_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(min(2, info.num_threads))
+        except RuntimeError:   # a process that served an earlier group keeps that group's pools
+            _logger.debug("worker %d keeps %d intra-op threads (wanted %d): TensorFlow's runtime is running",
+                         info.rank, tf.config.threading.get_intra_op_parallelism_threads(), info.num_threads)
         self.spec = spec
         self.strategy: Any = None
         self.model: Any = None
@@ -123,17 +131,18 @@ class KerasRunner(RunnerBase):
         self._steps: dict[str, Any] = {}
         self._batch_logs_wanted = False
         self.host_sum: Optional[HostSum] = None
+        self.star_sum: Optional[StarSum] = None
 
     # -- group plumbing ---------------------------------------------------------------------------
 
     @_removes_autograph_files
     def connect(self, addresses: list[tuple[str, int]]) -> None:
-        """Start the collective runtime with every worker's address, build the model, and choose how
-        gradients are summed (see :meth:`exchange_kind`)."""
+        """Set up the group's sums (see :meth:`exchange_kind`), build the model and its optimizer."""
         import tensorflow as tf
 
+        self.star_sum = self._open_star_sum(addresses)
         self.release_port()   # TensorFlow's gRPC server binds it below
-        if self.world_size > 1:
+        if self.world_size > 1 and self.star_sum is None:
             os.environ["TF_CONFIG"] = json.dumps({
                 "cluster": {"worker": [f"{host}:{port}" for host, port in addresses]},
                 "task": {"type": "worker", "index": self.rank},
@@ -142,6 +151,8 @@ class KerasRunner(RunnerBase):
                 implementation=tf.distribute.experimental.CommunicationImplementation.RING,
                 timeout_seconds=self.timeout_s)
             self.strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        # TensorFlow sets its collectives up once per process: only a process that did not may serve again
+        self.process_serves_again = self.strategy is None
         # the variables are plain: gradients are summed explicitly, one flat buffer per step
         self.model = self.spec.build_model()
         self.model.optimizer.build(self.model.trainable_variables)
@@ -151,6 +162,30 @@ class KerasRunner(RunnerBase):
         self.label_rule = self.float_dtype
         self._totals = tf.Variable(tf.zeros(2, tf.float64), trainable=False)   # (loss sum, rows) of this worker
         self.host_sum = self._open_gradient_sum()
+
+    @staticmethod
+    def needs_tensorflows_collective(spec: KerasSpec, hosts: list[str]) -> bool:
+        """Whether a group of workers on ``hosts`` (one address per rank) sums through
+        TensorFlow's collective: when the workers are several and do not all share a host, or
+        are told not to exchange through shared memory. Otherwise the small sums go through
+        rank 0 (:mod:`~zoo_lite.learn.base.star_sum`) and the gradients through shared memory."""
+        return len(hosts) > 1 and (not spec.worker_config.shared_memory_exchange or len(set(hosts)) > 1)
+
+    @classmethod
+    def used_process_serves(cls, spec: KerasSpec, hosts: list[str]) -> bool:
+        # TensorFlow sets its collective up only before its runtime starts, which a used process's did
+        return not cls.needs_tensorflows_collective(spec, hosts)
+
+    def _open_star_sum(self, addresses: list[tuple[str, int]]) -> Optional[StarSum]:
+        """The small sums through rank 0 when the group needs neither one worker nor TensorFlow's
+        collective (see :meth:`needs_tensorflows_collective`); else None."""
+        if self.world_size == 1 or self.needs_tensorflows_collective(self.spec, [host for host, _ in addresses]):
+            return None
+        if self.rank == 0:
+            listener, self._held_port = self._held_port, None   # the star closes it once every peer is in
+        else:
+            listener = None
+        return StarSum(self.rank, self.world_size, addresses[0], listener, self.timeout_s)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -169,10 +204,24 @@ class KerasRunner(RunnerBase):
 
     def exchange_kind(self) -> str:
         """How gradients are summed: "none" (one worker), "shared_memory" (every worker on this
-        host) or "collective" (TensorFlow's ring all-reduce between the workers)."""
+        host), "star" (every worker on this host, but the gradients do not fit ``/dev/shm`` or
+        mix dtypes: through rank 0, see :meth:`_open_star_sum`) or "collective" (TensorFlow's
+        ring all-reduce between the workers)."""
         if self.world_size == 1:
             return "none"
-        return "shared_memory" if self.host_sum is not None else "collective"
+        if self.host_sum is not None:
+            return "shared_memory"
+        return "star" if self.star_sum is not None else "collective"
+
+    def _numpy_gradient_sum(self) -> Optional[Callable[[np.ndarray], np.ndarray]]:
+        """The sum of the flat gradient over the workers outside TensorFlow, or None where it is
+        in the compiled step (one worker, or TensorFlow's collective)."""
+        if self.host_sum is not None:
+            return self.host_sum.sum
+        if self.star_sum is not None:
+            star_sum = self.star_sum
+            return lambda flat: star_sum.sum(flat).astype(flat.dtype)
+        return None
 
     @_removes_autograph_files
     def close(self) -> None:
@@ -180,6 +229,14 @@ class KerasRunner(RunnerBase):
         self.feeds.clear()
         if self.host_sum is not None:
             self.host_sum.close()
+        if self.star_sum is not None:
+            self.star_sum.close()
+        if self.process_serves_again:
+            import keras
+
+            # the next group's runner in this process starts from Keras' defaults (layer names,
+            # dtype policy), as in a new process (the pool collects the garbage after this)
+            keras.backend.clear_session(free_memory=False)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -297,11 +354,12 @@ class KerasRunner(RunnerBase):
             parts = tf.split(flat, sizes)
             model.optimizer.apply_gradients([(tf.reshape(g, v.shape), v) for g, v in zip(parts, variables)])
 
-        if self.host_sum is not None:   # the sum happens in NumPy, between two compiled halves
+        numpy_sum = self._numpy_gradient_sum()
+        if numpy_sum is not None:   # the sum happens in NumPy, between two compiled halves
             gradients_of = tf.function(local_gradients, input_signature=signature,
                                        jit_compile=model.jit_compile is True)   # as model.fit honours compile(jit_compile=True)
-            apply_sum, host_sum = tf.function(apply), self.host_sum
-            return lambda features, labels, rows: apply_sum(host_sum.sum(gradients_of(features, labels, rows).numpy()))
+            apply_sum = tf.function(apply)
+            return lambda features, labels, rows: apply_sum(numpy_sum(gradients_of(features, labels, rows).numpy()))
 
         def whole_step(features: Any, labels: Any, global_rows: Any) -> None:
             flat = local_gradients(features, labels, global_rows)
@@ -365,6 +423,8 @@ class KerasRunner(RunnerBase):
         """Element-wise sum over the workers (a collective: every worker must call it)."""
         if self.world_size == 1:
             return values
+        if self.star_sum is not None:
+            return self.star_sum.sum(values)
         import tensorflow as tf
 
         summed = self._step("sum", lambda signature: tf.function(self._all_reduce, input_signature=signature), values)
