@@ -13,8 +13,10 @@ The buffer is summed through shared memory when every worker runs on one host
 all-reduce of TensorFlow's ``MultiWorkerMirroredStrategy``, whose ``TF_CONFIG`` comes from the
 addresses the workers' actors reported. On 2 cores the strategy's all-reduce (gRPC over loopback)
 cost about 7 ms per step, more than the step's compute at 1 thread with half of a batch of 8192
-(measured in issue 5); the shared-memory sum costs well under 1 ms. The strategy also carries
-the small sums (agreement, metrics) in every case.
+(measured in issue 5); the shared-memory sum costs well under 1 ms. The small sums (agreement,
+metrics) go through the strategy across hosts, and through rank 0 over TCP on one host
+(:mod:`zoo_lite.learn.base.star_sum`): such a group never sets up TensorFlow's collective, which a
+process can do only before its runtime starts, so its processes may serve a later group.
 
 Metrics are Keras' compiled metrics, summed over the workers at the end of an epoch, which is
 exact for Keras' metrics (their states are totals and counts). Keras callbacks run here with the
