@@ -9,8 +9,9 @@ round:
 - (rt), (rk): a new torch / Keras Estimator on the Ray backend. With the pool on, the pool holds
   warm processes (filled by an earlier Estimator and waited for: the case is a notebook's or a
   tuning loop's next model, which comes after some training).
-- (rt next): a new torch Estimator right after another one was shut down: it takes that one's
-  workers, which went back to the pool (the torch tuning loop's case).
+- (rt next), (rk next): a new torch / Keras Estimator right after another one was shut down: it
+  takes that one's workers, which went back to the pool (a tuning loop's case; Keras workers go
+  back when the group shared one host, as here).
 - (st), (sk): the second ``fit`` of one torch / Keras Estimator on the Spark backend (each call is
   a stage). With the pool on, the Keras child started by the first stage is waited for; (sk now)
   is the second fit right after the first, the child still importing.
@@ -163,12 +164,13 @@ def ray_new_estimator(frame: Any, batch: int, keras_model: bool, warm: bool) -> 
         OrcaContext.warm_workers = True
 
 
-def ray_next_torch_estimator(frame: Any, batch: int) -> float:
-    """(rt next): a new torch Estimator right after another one was shut down, on its handed-back workers."""
-    ray_new_estimator(frame, batch, False, True)   # its shutdown hands its workers back to the pool
-    est = torch_estimator("ray")
+def ray_next_estimator(frame: Any, batch: int, keras_model: bool) -> float:
+    """(rt next) / (rk next): a new Estimator right after another one was shut down, on its handed-back workers."""
+    ray_new_estimator(frame, batch, keras_model, True)   # its shutdown hands its workers back to the pool
+    est = (keras_estimator if keras_model else torch_estimator)("ray")
     try:
-        seconds = call_to_first_step(fit_once(est, frame, batch, False), torch_first_step_callback)
+        seconds = call_to_first_step(fit_once(est, frame, batch, keras_model),
+                                     keras_first_step_callback if keras_model else torch_first_step_callback)
         if est._group.from_pool != WORKERS:
             raise RuntimeError(f"the group took {est._group.from_pool} handed-back workers, not {WORKERS}")
         return seconds
@@ -299,7 +301,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     cases.setdefault(f"{name}_{'on' if warm else 'off'}", Timing()).add([seconds])
                     log(f"{name} warm={warm}: {seconds:.2f} s")
             cases.setdefault("sk_now", Timing()).add([spark_second_fit(frame, args.batch, True, True, wait_for_child=False)])
-            cases.setdefault("rt_next", Timing()).add([ray_next_torch_estimator(frame, args.batch)])
+            cases.setdefault("rt_next", Timing()).add([ray_next_estimator(frame, args.batch, False)])
+            cases.setdefault("rk_next", Timing()).add([ray_next_estimator(frame, args.batch, True)])
             cost.append(pool_cost(frame, args.batch))
             log(f"pool cost: {cost[-1]}")
         finally:
@@ -313,6 +316,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     targets = [
         ("(rk) new Keras Estimator, Ray backend, pool on: call to end of first step, s (median)", median("rk_on"), "<= 1.5 s",
          median("rk_on") <= 1.5),
+        ("(rk next) the same, right after another one ended (its workers handed back), s (median)", median("rk_next"),
+         "<= 1.5 s", median("rk_next") <= 1.5),
         ("(rt) new torch Estimator, Ray backend, pool on, s (median)", median("rt_on"), "<= 0.5 s", median("rt_on") <= 0.5),
         ("(rt next) the same, right after another one ended (its workers handed back), s (median)", median("rt_next"),
          "<= 0.5 s", median("rt_next") <= 0.5),
@@ -343,6 +348,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{cases['sk_now'].spread_cell()} | | |",
         f"| (rt next) new torch Estimator, Ray backend, right after another one ended (its workers handed back) | "
         f"{cases['rt_next'].spread_cell()} | {cases['rt_off'].spread_cell()} | {median('rt_off') / median('rt_next'):.1f} |",
+        f"| (rk next) new Keras Estimator, Ray backend, right after another one ended (its workers handed back) | "
+        f"{cases['rk_next'].spread_cell()} | {cases['rk_off'].spread_cell()} | {median('rk_off') / median('rk_next'):.1f} |",
         "", "### The pool's cost on the node (last round)", "",
         f"- {memory['processes']:.0f} idle processes (2 torch, 2 Keras): RSS {memory['rss_mb']:.0f} MiB, USS "
         f"{memory['uss_mb']:.0f} MiB (memory of their own, shared libraries not counted)",
