@@ -79,6 +79,19 @@ def _fit(est) -> None:
     est.fit(_rows(), epochs=2, batch_size=16, **quiet)
 
 
+def _fitted_on_warm_workers(make):
+    """An Estimator of ``make`` fitted on two workers from the pool: the module's earlier tests
+    decide what the pool holds, so a first one may have to fill it."""
+    est = make()
+    _fit(est)
+    if est._group.from_pool != 2:
+        est.shutdown()
+        est = make()
+        _fit(est)
+    assert est._group.from_pool == 2
+    return est
+
+
 def _pooled_pids(path: str) -> set[int]:
     """The pids of the pool's idle actors of ``path`` (Ray's actor table), workers handed back included."""
     from ray._private.state import actors
@@ -162,13 +175,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_serve_ag
 def test_a_group_on_tensorflows_collective_leaves_used_keras_processes_to_the_next_group_that_shares_a_host(cluster) -> None:
     """TensorFlow sets its collective up only before its runtime starts: a process that served a
     Keras group cannot, so such a group takes only processes that never served."""
-    est = _keras_estimator()
-    _fit(est)
-    if est._group.from_pool != 2:   # the module's earlier tests decide what the pool holds
-        est.shutdown()
-        est = _keras_estimator()
-        _fit(est)
-    assert est._group.from_pool == 2
+    est = _fitted_on_warm_workers(_keras_estimator)
     used = set(est._group.call(lambda runner: os.getpid()))
     est.shutdown()
     assert _pooled_pids(KERAS_PATH) >= used
@@ -208,13 +215,7 @@ def _what_the_last_group_left(runner) -> tuple:
 
 
 def test_a_dropped_torch_estimator_hands_its_workers_back_holding_nothing_of_its_group(cluster) -> None:
-    est = _torch_estimator()
-    _fit(est)
-    if est._group.from_pool != 2:   # the module's earlier tests decide what the pool holds
-        est.shutdown()
-        est = _torch_estimator()
-        _fit(est)
-    assert est._group.from_pool == 2
+    est = _fitted_on_warm_workers(_torch_estimator)
     pids = set(est._group.call(lambda runner: os.getpid()))
     assert est._group.call(lambda runner: torch.distributed.is_initialized()) == [True, True]
     del est
@@ -227,13 +228,7 @@ def test_a_dropped_torch_estimator_hands_its_workers_back_holding_nothing_of_its
 
 
 def test_the_cpus_of_pooled_workers_are_held_in_ray_while_they_work(cluster) -> None:
-    est = _torch_estimator()
-    _fit(est)
-    if est._group.from_pool == 0:   # the module's earlier tests leave the pool filled; this one needs it
-        est.shutdown()
-        est = _torch_estimator()
-        _fit(est)
-    assert est._group.from_pool == 2
+    est = _fitted_on_warm_workers(_torch_estimator)
     assert ray.available_resources().get("CPU", 0.0) == 0.0
     with pytest.raises(WorkerTimeoutError, match=r"held by 2 CPUs reserved for warm workers of an earlier zoo_lite worker group"):
         wait_for_free_cpus(timeout_s=1)
