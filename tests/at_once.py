@@ -23,7 +23,8 @@ AT_ONCE = 2
 
 def selected_tests(request: pytest.FixtureRequest) -> set[str]:
     """The names (without parameters) of the selected tests of the requesting module."""
-    return {item.originalname for item in request.session.items if item.module is request.module}
+    # getattr: the session also holds doctest items, which have neither
+    return {getattr(item, "originalname", "") for item in request.session.items if getattr(item, "module", None) is request.module}
 
 
 @contextmanager

@@ -24,9 +24,9 @@ ALREADY_ACTIVE = r"init_orca_context\(\) was called while a zoo_lite context is 
 
 # files whose sections the pages may include, and the tests that run them
 RUN_ELSEWHERE = {
-    "examples/quickstart.py": "tests/test_quickstart.py",
+    "examples/quickstart.py": "tests/test_examples.py",
     "examples/tfds_keras.py": "tests/test_examples.py",
-    "README.md": "tests/test_quickstart.py (the two commands run examples/quickstart.py)",
+    "README.md": "tests/test_examples.py (the two commands run examples/quickstart.py)",
 }
 FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})")
 INCLUDE = re.compile(r'^\s*-{1,}8<-{1,}\s+"(?P<path>[^":]+)(?::(?P<section>[a-z][-_0-9a-z]*)|(?P<lines>(?::-?\d*){1,2}))?"\s*$')

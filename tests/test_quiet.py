@@ -116,7 +116,7 @@ def test_a_default_run_shows_no_filestreamsink_trace_nor_tensorflow_cpp_lines(ou
 
 # TensorFlow imported through zoo_lite.learn.tf2 prints none of its start-up lines in the driver,
 # the Spark Python workers or the Ray workers: checked on the quickstart's output
-# (tests/test_quickstart.py), whose Keras part runs in all three
+# (tests/test_examples.py), whose Keras part runs in all three
 
 
 @pytest.mark.timeout(400)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.cluster.simulated import ROOT
-from tests.test_quickstart import check_quickstart_output
+from tests.quickstart import check_quickstart_output
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("free_worker_cores")]
 

@@ -4,6 +4,7 @@ driver's host, and the other node live on). The fit resumes on the nodes there a
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -17,6 +18,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.at_once import selected_tests, started_at_once
 from tests.learn import faults
 from tests.learn.shards import shards_with_sizes
 from tests.ray_on_spark.helpers import wait_until_gone
@@ -101,6 +103,24 @@ def fit_through_a_kill(tmp_path: Path, kill: Callable[[dict], None], node_index:
 _IN_FRESH_PROCESS = "ZOO_LITE_TEST_IN_FRESH_PROCESS"
 
 
+#: the tests that run in a fresh interpreter, started together at the first one's turn (their
+#: clusters leave a third of the two cores idle, as tests/at_once.py says of the examples)
+FRESH_PROCESS_TESTS = ("test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes",
+                       "test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes")
+FRESH_PROCESS_TIMEOUT_S = 540
+
+
+@pytest.fixture(scope="module")
+def fresh_process_runs(request: pytest.FixtureRequest) -> Iterator[Callable[[str], None]]:
+    """``fresh_process_runs(test name)``: wait for that test's run in a fresh interpreter; the
+    module's selected ones start here, two at a time."""
+    stop_orca_context()   # this process's own cluster (another fixture's) would compete with the children's
+    selected = selected_tests(request)
+    calls = {name: functools.partial(run_in_a_fresh_process, name) for name in FRESH_PROCESS_TESTS if name in selected}
+    with started_at_once(calls, FRESH_PROCESS_TIMEOUT_S) as finished:
+        yield finished
+
+
 def run_in_a_fresh_process(test_id: str) -> None:
     """Run one test of this module in a new interpreter and fail with its output if it fails.
 
@@ -112,22 +132,43 @@ def run_in_a_fresh_process(test_id: str) -> None:
     import subprocess
     import sys
 
-    stop_orca_context()   # this process's own cluster (the module's fixture) would compete with the child's
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{test_id}"],
-                          capture_output=True, text=True, timeout=540, cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=FRESH_PROCESS_TIMEOUT_S, cwd=Path(__file__).resolve().parents[2],
                           env={**os.environ, _IN_FRESH_PROCESS: "1"})
     assert done.returncode == 0, f"exit code {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}"
 
 
-def test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes(tmp_path) -> None:
+def test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes(tmp_path, request) -> None:
     if os.environ.get(_IN_FRESH_PROCESS) != "1":
-        run_in_a_fresh_process("test_local_mode_restarts_a_killed_ray_node_and_the_fit_completes")
+        request.getfixturevalue("fresh_process_runs")(request.node.originalname)
         return
     stop_orca_context()
     init_orca_context(cluster_mode="local", cores=2, init_ray_on_spark=True)
     try:
         _, new_context = fit_through_a_kill(tmp_path, kill_node_processes, node_index=0, restarts_ray=True)
         assert len(new_context.nodes) == 1
+    finally:
+        stop_orca_context()
+    assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
+
+
+def test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes(tmp_path, request) -> None:
+    """The head (GCS and a zero-CPU raylet, on the driver's host) is the one node whose loss
+    takes every node along: Ray on Spark is started again, on the same executors, and the fit
+    resumes. In a fresh interpreter, as the local-mode test, since the driver's Ray connection
+    goes through the killed head."""
+    if os.environ.get(_IN_FRESH_PROCESS) != "1":
+        request.getfixturevalue("fresh_process_runs")(request.node.originalname)
+        return
+    stop_orca_context()
+    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
+    try:
+        old_context = OrcaContext.get_ray_context()
+        head = old_context.driver_node
+        executors = sorted(node["executor_pid"] for node in old_context.nodes)
+        _, new_context = fit_through_a_kill(tmp_path, lambda node: kill_node_processes(head), 0, restarts_ray=True)
+        assert new_context.driver_node["node_name"] != head["node_name"]
+        assert sorted(node["executor_pid"] for node in new_context.nodes) == executors, "the executors were not reused"
     finally:
         stop_orca_context()
     assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
@@ -200,25 +241,3 @@ def test_local_cluster_drops_an_executor_whose_jvm_stopped_and_the_fit_completes
     # Spark was told to drop the executor: its worker ends the JVM once it runs again
     assert not wait_until_gone([process for process in stalled if process.is_running()], timeout_s=60)
     assert len(wait_for_two_nodes()) == 2, "no node was started on the executor Spark gave back"
-
-
-def test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes(tmp_path) -> None:
-    """The head (GCS and a zero-CPU raylet, on the driver's host) is the one node whose loss
-    takes every node along: Ray on Spark is started again, on the same executors, and the fit
-    resumes. In a fresh interpreter, as the local-mode test, since the driver's Ray connection
-    goes through the killed head."""
-    if os.environ.get(_IN_FRESH_PROCESS) != "1":
-        run_in_a_fresh_process("test_local_cluster_restarts_ray_when_the_head_on_the_drivers_host_dies_and_the_fit_completes")
-        return
-    stop_orca_context()
-    init_orca_context(cluster_mode="local-cluster", num_nodes=2, cores=1, memory="1g", init_ray_on_spark=True)
-    try:
-        old_context = OrcaContext.get_ray_context()
-        head = old_context.driver_node
-        executors = sorted(node["executor_pid"] for node in old_context.nodes)
-        _, new_context = fit_through_a_kill(tmp_path, lambda node: kill_node_processes(head), 0, restarts_ray=True)
-        assert new_context.driver_node["node_name"] != head["node_name"]
-        assert sorted(node["executor_pid"] for node in new_context.nodes) == executors, "the executors were not reused"
-    finally:
-        stop_orca_context()
-    assert not wait_until_gone([psutil.Process(n["watchdog_pid"]) for n in new_context.nodes if psutil.pid_exists(n["watchdog_pid"])])
