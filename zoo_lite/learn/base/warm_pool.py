@@ -174,9 +174,10 @@ class WarmPool:
         (see :func:`~zoo_lite.learn.base.warm_up.used_process_serves`). Taken actors leave the pool."""
         with self._lock:
             pooled = self._usable(path)
-            candidates = [entry for entry in pooled if used_too or not entry.used]
+            kept_back = [entry for entry in pooled if entry.used and not used_too]
+            candidates = [entry for entry in pooled if not (entry.used and not used_too)]
             picked, left = pick_by_node([(entry.node_id, entry) for entry in candidates], rank_nodes)
-            self._idle[path] = [entry for _, entry in left] + [entry for entry in pooled if entry not in candidates]
+            self._idle[path] = [entry for _, entry in left] + kept_back
         return [entry.actor if entry is not None else None for entry in picked]
 
     def fill(self, path: str, rank_nodes: Sequence[str]) -> None:
