@@ -61,6 +61,19 @@ def test_round_trip_keeps_content_and_order(ray_local_cluster) -> None:
     in_ray.release()
 
 
+def test_partitions_put_in_pieces_keep_their_rows_in_order_and_an_empty_partition(ray_local_cluster) -> None:
+    from zoo_lite.data.ray_xshards.transfer import spark_to_ray
+
+    sc = OrcaContext.get_spark_context()
+    # partition 0 holds three shards, partition 1 none, partition 2 one
+    shards = SparkXShards(sc.parallelize([[np.arange(0, 2), np.arange(2, 5), np.arange(5, 6)], [], [np.arange(6, 10)]], 3)
+                          .flatMap(lambda partition: partition))
+    in_ray = spark_to_ray(shards.rdd, SparkXShards._new_collection, piece_bytes=1)   # every shard ends a piece
+    assert in_ray.partition_rows() == [2, 3, 1, 0, 4]
+    np.testing.assert_array_equal(np.concatenate(in_ray.to_spark_xshards().collect()), np.arange(10))
+    in_ray.release()
+
+
 def test_round_trip_of_ndarray_dicts_and_a_single_partition(ray_local_cluster) -> None:
     data = {"x": np.arange(20).reshape(10, 2), "y": np.arange(10)}
     in_ray = XShards.partition(data, num_shards=1).to_ray()

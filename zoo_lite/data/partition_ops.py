@@ -11,7 +11,7 @@ its rows are its elements, for ``len``, ``repartition`` and joining pieces.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from zoo_lite.errors import ColumnNotFoundError, InvalidArgumentError, ShardMism
 
 Shard = Any
 Piece = tuple[int, Shard]
+T = TypeVar("T")
 
 __all__ = [
     "reduction_partial",
@@ -49,6 +50,7 @@ __all__ = [
     "group_aggregate",
     "merge_shards",
     "deduplicate",
+    "bounded_runs",
 ]
 
 
@@ -614,3 +616,30 @@ def partition_nbytes(shards: Sequence[Shard]) -> int:
             else:
                 total += int(getattr(leaf, "nbytes", 0))
     return total
+
+
+def bounded_runs(items: Iterable[T], size_of: Callable[[T], int], limit: Optional[int]) -> Iterator[list[T]]:
+    """Consecutive runs of ``items``, read one at a time: a run ends once its sizes reach
+    ``limit`` (an item of ``limit`` or more is a run of its own). With ``limit=None`` all items
+    are one run. There is always at least one run: empty if there are no items.
+
+    Where a task reads many partitions at once, this keeps what it holds bounded.
+
+    Examples
+    --------
+    >>> list(bounded_runs([3, 1, 1, 5, 2], size_of=int, limit=4))
+    [[3, 1], [1, 5], [2]]
+    >>> list(bounded_runs([3, 1], size_of=int, limit=None)), list(bounded_runs([], size_of=int, limit=4))
+    ([[3, 1]], [[]])
+    """
+    run: list[T] = []
+    size = 0
+    ended_one = False
+    for item in items:
+        run.append(item)
+        size += size_of(item)
+        if limit is not None and size >= limit:
+            yield run
+            run, size, ended_one = [], 0, True
+    if run or not ended_one:
+        yield run

@@ -93,8 +93,10 @@ def _active_spark_context() -> "SparkContext":
 
 
 def model_arrays_from_spark_df(df: "SparkDataFrame", columns: Columns, need_labels: bool = True, *,
-                               argument: str = "data") -> "SparkXShards":
-    """An XShards of model arrays (``{"x": (ndarray, ...), "y": ndarray}``, one shard per partition)
+                               argument: str = "data", piece_bytes: Optional[int] = None,
+                               max_partitions: Optional[int] = None) -> "SparkXShards":
+    """An XShards of model arrays (``{"x": (ndarray, ...), "y": ndarray}``, one shard per partition,
+    or per piece of about ``piece_bytes`` of Arrow data; in ``max_partitions`` partitions at most)
     from a Spark DataFrame, converted on the executors through Arrow; lazy.
 
     The columns are checked once, on the driver, from the DataFrame's schema (see
@@ -111,11 +113,15 @@ def model_arrays_from_spark_df(df: "SparkDataFrame", columns: Columns, need_labe
         False for prediction: no ``"y"``, and ``columns.labels`` may be None.
     argument : str, default "data"
         The argument ``df`` was passed as, for error messages.
+    piece_bytes : int, optional
+        Read each partition in pieces of about this many bytes, one shard each.
+    max_partitions : int, optional
+        Join ``df``'s partitions into this many at most first, without a shuffle.
 
     Returns
     -------
     SparkXShards
-        One model-arrays shard per partition of ``df``.
+        One model-arrays shard per partition of ``df`` (per piece, with ``piece_bytes``).
 
     Raises
     ------
@@ -134,7 +140,8 @@ def model_arrays_from_spark_df(df: "SparkDataFrame", columns: Columns, need_labe
     >>> sum(len(shard["y"]) for shard in arrays)
     2
     """
-    return SparkXShards(convert.spark_df_to_model_arrays_rdd(df, columns, need_labels, argument=argument))
+    return SparkXShards(convert.spark_df_to_model_arrays_rdd(df, columns, need_labels, argument=argument,
+                                                             piece_bytes=piece_bytes, max_partitions=max_partitions))
 
 
 def model_arrays_of(data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> "SparkXShards":

@@ -64,31 +64,47 @@ def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) 
         )
 
 
-def put_partitions(ray_context: "RayContext", owner_names: dict[str, str], store_bytes: dict[str, float],
-                   tag: str) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
+def put_partitions(ray_context: "RayContext", owner_names: dict[str, str], store_bytes: dict[str, float], tag: str,
+                   num_partitions: int, piece_bytes: Optional[int] = None) -> Callable[[int, Iterator[Any]], list[tuple[int, str, int]]]:
     """The function of ``to_ray()``'s tasks: each hands its partition to the owner on its node, under
-    ``tag``, and returns ``(partition index, node id, rows)``."""
+    ``tag``, and returns ``(index, node id, rows)``.
+
+    With ``piece_bytes``, a partition goes in pieces of about that many bytes of shards, read one
+    at a time (:func:`~zoo_lite.data.partition_ops.bounded_runs`): piece ``k`` of partition ``i``
+    of ``num_partitions`` has index ``i + k * num_partitions``, unique without asking the other
+    tasks, and ``i`` for the first piece, as without pieces."""
     connection = task_connection(ray_context)
 
     def put(index: int, shards: Iterator[Any]) -> list[tuple[int, str, int]]:
         import ray
-        from ray.exceptions import ObjectStoreFullError as RayStoreFull
 
         _connect_from_task(*connection)
-        partition = list(shards)
         node_id = ray.get_runtime_context().get_node_id()
-        _check_fits(index, partition, store_bytes.get(node_id))
         owner = ray.get_actor(owner_names[node_id], namespace=NAMESPACE)
-        try:
-            ray.get(owner.adopt.remote(tag, index, partition), timeout=GET_TIMEOUT_S)
-        except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
-            raise ObjectStoreFullError(
-                f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
-                f"in init_orca_context, or use more, smaller partitions (repartition): {error}"
-            ) from None
-        return [(index, node_id, partition_ops.partition_weight(partition))]
+        placed = []
+        pieces = partition_ops.bounded_runs(shards, lambda shard: partition_ops.partition_nbytes([shard]), piece_bytes)
+        for piece_number, piece in enumerate(pieces):
+            piece_index = index + piece_number * num_partitions
+            _adopt(owner, tag, piece_index, piece, store_bytes.get(node_id))
+            placed.append((piece_index, node_id, partition_ops.partition_weight(piece)))
+        return placed
 
     return raising_transportably(put)
+
+
+def _adopt(owner: Any, tag: str, index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
+    """Hand ``partition`` to ``owner`` to put into Ray under ``(tag, index)``."""
+    import ray
+    from ray.exceptions import ObjectStoreFullError as RayStoreFull
+
+    _check_fits(index, partition, store_bytes)
+    try:
+        ray.get(owner.adopt.remote(tag, index, partition), timeout=GET_TIMEOUT_S)
+    except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
+        raise ObjectStoreFullError(
+            f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
+            f"in init_orca_context, or use more, smaller partitions (repartition): {error}"
+        ) from None
 
 
 def task_connection(ray_context: "RayContext") -> tuple[str, str, list[dict[str, Any]], bool]:
