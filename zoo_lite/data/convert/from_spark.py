@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator, Optional, Sequence
 
 from zoo_lite.data.convert.model_arrays import Columns, table_to_model_arrays
 from zoo_lite.data.convert.pandas_arrow import record_batches_to_table
-from zoo_lite.errors import InvalidArgumentError, raising_transportably
+from zoo_lite.errors import InvalidArgumentError, raising_transportably, streaming_transportably
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -80,7 +80,7 @@ def spark_df_to_arrow_rdd(df: "pyspark.sql.DataFrame", piece_bytes: Optional[int
         jrdd = jrdd.coalesce(max_partitions)
     batches = RDD(jrdd, session.sparkContext, NoOpSerializer())
 
-    @raising_transportably
+    @streaming_transportably   # one piece at a time: a piece is what the next step holds
     def to_tables(payloads: Iterator[bytes]) -> Iterator["pa.Table"]:
         return (record_batches_to_table(run, schema) for run in bounded_runs(payloads, len, piece_bytes))
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from zoo_lite.data.ray_xshards import RayXShards
 
-__all__ = ["is_rows_input", "rows_in_ray", "RowsInRayAhead", "check_has_rows"]
+__all__ = ["is_rows_input", "feed_arrays", "rows_in_ray", "RowsInRayAhead", "check_has_rows"]
 
 
 def is_rows_input(data: Any) -> bool:
@@ -65,23 +65,52 @@ def rows_in_ray(data: Any, columns: Columns, *, need_labels: bool = True, argume
     >>> rows_in_ray(shards, Columns.of()).partition_rows()
     [2, 2]
     """
-    return _put_in_ray(_feed_arrays(data, columns, need_labels, argument), argument)
+    return _put_in_ray(feed_arrays(data, columns, need_labels, argument), argument)
 
 
-#: a fit's rows go into Ray in pieces of about this many bytes: what one Spark task holds at once
+#: the rows of a fit or an evaluation are read, and go into Ray, in pieces of about this many bytes:
+#: what one Spark task holds at once
 FEED_PIECE_BYTES = 64 * 2**20
 
 
-def _feed_arrays(data: Any, columns: Columns, need_labels: bool, argument: str) -> SparkXShards:
-    """The model arrays of ``data``, read by one Spark task per task slot at most, in pieces of
-    :data:`FEED_PIECE_BYTES`.
+def feed_arrays(data: Any, columns: Columns, need_labels: bool = True, argument: str = "data") -> SparkXShards:
+    """The model arrays of ``data`` as the workers of either backend are fed: in one partition per
+    task slot at most, read in pieces of about :data:`FEED_PIECE_BYTES`; lazy.
 
-    The workers take row ranges, not partitions, so the partitions need not be kept: a PySpark task
-    costs about 25 ms here against about 4 ms for a JVM one (40 small partitions of a cached
-    DataFrame: 0.9 s read one Python task each, 0.1 s coalesced in the JVM first), and a
-    DataFrame after a shuffle has 200 partitions. The coalescing is Spark's own, without a
-    shuffle: each task reads its partitions one after another, where they are cached if they
-    are."""
+    The workers take row ranges, not partitions, so the partitions need not be kept: a PySpark
+    task costs about 25 ms here against about 4 ms for a JVM one (40 small partitions of a cached
+    DataFrame: 0.9 s read by one Python task each, 0.1 s joined in the JVM first), and a
+    DataFrame after a shuffle has 200 partitions. The partitions are joined by Spark's
+    ``coalesce``, without a shuffle: each task reads its partitions one after another (where they
+    are cached, if they are). Both backends read the same partitions, so they give the workers the
+    same rows while a task's share is one piece.
+
+    Parameters
+    ----------
+    data : SparkXShards or pyspark.sql.DataFrame
+        The rows (see :func:`zoo_lite.data.shard.model_arrays_of`).
+    columns : Columns
+        The feature and label columns, from :meth:`Columns.of`.
+    need_labels : bool, default True
+        True to train or evaluate, False to predict.
+    argument : str, default "data"
+        The argument ``data`` was passed as, for error messages.
+
+    Returns
+    -------
+    SparkXShards
+        Model-arrays shards, in ``defaultParallelism`` partitions at most.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zoo_lite import init_orca_context
+    >>> from zoo_lite.data import XShards
+    >>> sc = init_orca_context(cores=2)
+    >>> shards = XShards.partition({"x": np.zeros((10, 2)), "y": np.arange(10)}, num_shards=5)
+    >>> feed_arrays(shards, Columns.of()).num_partitions() == sc.defaultParallelism
+    True
+    """
     if is_spark_df(data):
         return model_arrays_from_spark_df(data, columns, need_labels, argument=argument, piece_bytes=FEED_PIECE_BYTES,
                                           max_partitions=_task_slots(data.sparkSession.sparkContext))
@@ -131,7 +160,7 @@ class RowsInRayAhead:
     """
 
     def __init__(self, data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> None:
-        arrays = _feed_arrays(data, columns, need_labels, argument)
+        arrays = feed_arrays(data, columns, need_labels, argument)
         self._put: Future = Future()
         threading.Thread(target=self._run, args=(arrays, argument), name="zoo_lite-rows-in-ray", daemon=True).start()
 

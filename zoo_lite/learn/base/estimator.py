@@ -27,7 +27,7 @@ from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.keywords import suggest_keywords
 from zoo_lite.learn.base import checkpoints, runner_calls, steps
-from zoo_lite.learn.base.data_inputs import RowsInRayAhead, check_has_rows, is_rows_input, rows_in_ray
+from zoo_lite.learn.base.data_inputs import RowsInRayAhead, check_has_rows, feed_arrays, is_rows_input, rows_in_ray
 from zoo_lite.learn.base.file_relay import FitFiles
 from zoo_lite.learn.base.framework import Framework
 from zoo_lite.learn.base.predict import InputSignature, predict_spark_df, predict_xshards, row_signature
@@ -502,8 +502,6 @@ class GroupEstimator:
     def _bind_rows(self, key: str, data: Any, columns: Columns, batch_size: int, need_labels: bool) -> int:
         """backend="spark": bind ``data``'s rows to ``key`` (counted and cut for the workers, read
         by the stage's tasks themselves); the same input again keeps its binding. Its row count."""
-        from zoo_lite.data.shard import model_arrays_of
-
         bound = self._bound_rows.get(key)
         if bound is None or bound.source() is not data or bound.columns != columns:
             workers = self._spark_worker_count()
@@ -514,7 +512,7 @@ class GroupEstimator:
             if self._group is not None:   # a running stage holds the task slots the count needs; it restarts with these rows
                 self._group.shutdown()
                 self._group = None
-            feed = RowsFeed.of(key, model_arrays_of(data, columns, need_labels=need_labels).rdd, workers)
+            feed = RowsFeed.of(key, feed_arrays(data, columns, need_labels=need_labels).rdd, workers)
             if feed.total_rows == 0:
                 feed.release()
                 check_has_rows(0)
