@@ -32,23 +32,18 @@ def is_rows_input(data: Any) -> bool:
 
 
 def rows_in_ray(data: Any, columns: Columns, *, need_labels: bool = True, argument: str = "data") -> "RayXShards":
-    """Model arrays of ``data`` in Ray's object store, put there by the executors.
+    """Model arrays of ``data`` (:func:`feed_arrays`) in Ray's object store, put there by the executors.
 
     Parameters
     ----------
-    data : SparkXShards or pyspark.sql.DataFrame
-        The rows (see :func:`zoo_lite.data.shard.model_arrays_of`).
-    columns : Columns
-        The feature and label columns, from :meth:`Columns.of`.
-    need_labels : bool, default True
-        True to train or evaluate, False to predict.
-    argument : str, default "data"
-        The argument ``data`` was passed as, for error messages.
+    data, columns, need_labels, argument
+        As for :func:`feed_arrays`.
 
     Returns
     -------
     RayXShards
-        One object per partition, on the Ray node of the executor that computed it.
+        One object per piece of each partition of :func:`feed_arrays`, on the Ray node of the
+        executor that computed it.
 
     Raises
     ------
@@ -143,7 +138,7 @@ class RowsInRayAhead:
     Parameters
     ----------
     data, columns, need_labels, argument
-        As for :func:`rows_in_ray`.
+        As for :func:`feed_arrays`.
 
     Examples
     --------
