@@ -109,8 +109,10 @@ def feed_arrays(data: Any, columns: Columns, need_labels: bool = True, argument:
     if is_spark_df(data):
         return model_arrays_from_spark_df(data, columns, need_labels, argument=argument, piece_bytes=FEED_PIECE_BYTES,
                                           max_partitions=_task_slots(data.sparkSession.sparkContext))
-    if isinstance(data, SparkXShards) and data.num_partitions() > _task_slots(data.rdd.context):
-        data = data._derived(data.rdd.coalesce(_task_slots(data.rdd.context)), transient=True)
+    if isinstance(data, SparkXShards):
+        slots = _task_slots(data.rdd.context)
+        if data.num_partitions() > slots:
+            data = data._derived(data.rdd.coalesce(slots), transient=True)
     return model_arrays_of(data, columns, need_labels=need_labels, argument=argument)
 
 
