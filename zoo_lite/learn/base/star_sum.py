@@ -66,8 +66,8 @@ class StarSum:
     >>> threads = [threading.Thread(target=worker, args=(rank,)) for rank in (0, 1)]
     >>> for thread in threads: thread.start()
     >>> for thread in threads: thread.join()
-    >>> results
-    {0: [2.0, 1.0], 1: [2.0, 1.0]}
+    >>> sorted(results.items())
+    [(0, [2.0, 1.0]), (1, [2.0, 1.0])]
     """
 
     def __init__(self, rank: int, world_size: int, root: tuple[str, int], listener: Optional[socket.socket],
