@@ -19,8 +19,10 @@ from tests.conftest import ray_watchdogs_since
 from tests.ray_on_spark.helpers import alive, assert_nodes_match_executors, describe, ray_processes, run_on_every_node, stop_and_check_clean, wait_until_gone
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
+from zoo_lite.data.convert import Columns
 from zoo_lite.data.ray_xshards import ObjectStoreFullError
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, RayNodeStartError
+from zoo_lite.learn.base.data_inputs import rows_in_ray
 from zoo_lite.ray_on_spark.node_launch import NodePlan, ray_start_command
 
 pytestmark = pytest.mark.timeout(600)
@@ -236,6 +238,8 @@ def test_a_partition_larger_than_the_object_store_names_object_store_memory() ->
         shards = XShards.partition({"x": np.zeros((4, 5_000_000))}, num_shards=1)  # 160 MB in one partition
         with pytest.raises(ObjectStoreFullError, match=r"partition 0 holds 153 MiB, more than the 80 MiB object store.*object_store_memory"):
             shards.to_ray()
+        with pytest.raises(ObjectStoreFullError, match=r"piece 0 of partition 0 holds 153 MiB, more than the 80 MiB"):
+            rows_in_ray(shards, Columns.of(), need_labels=False)   # a fit's feed, read in pieces
         assert len(XShards.partition({"x": np.zeros((4, 100))}, num_shards=2).to_ray()) == 4  # still usable
     finally:
         stop_orca_context()

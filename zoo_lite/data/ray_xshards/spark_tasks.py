@@ -52,13 +52,13 @@ def _connect_from_task(address: str, token: str, nodes: list[dict[str, Any]], lo
     _task_connected_to = address
 
 
-def _check_fits(index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
+def _check_fits(described: str, partition: list[Any], store_bytes: Optional[float]) -> None:
     """Refuse a partition larger than its node's whole object store: Ray 2.60 would not fail but
     write it to disk outside the store, slowly, and possibly fill the disk."""
     size = partition_ops.partition_nbytes(partition)
     if store_bytes and size > store_bytes:
         raise ObjectStoreFullError(
-            f"partition {index} holds {size / 2**20:.0f} MiB, more than the {store_bytes / 2**20:.0f} MiB object store "
+            f"{described} holds {size / 2**20:.0f} MiB, more than the {store_bytes / 2**20:.0f} MiB object store "
             "of its Ray node; raise object_store_memory in init_orca_context, or split the data into more "
             "partitions (repartition)"
         )
@@ -85,24 +85,26 @@ def put_partitions(ray_context: "RayContext", owner_names: dict[str, str], store
         pieces = partition_ops.bounded_runs(shards, lambda shard: partition_ops.partition_nbytes([shard]), piece_bytes)
         for piece_number, piece in enumerate(pieces):
             piece_index = index + piece_number * num_partitions
-            _adopt(owner, tag, piece_index, piece, store_bytes.get(node_id))
+            described = f"partition {index}" if piece_bytes is None else f"piece {piece_number} of partition {index}"
+            _adopt(owner, tag, piece_index, piece, store_bytes.get(node_id), described)
             placed.append((piece_index, node_id, partition_ops.partition_weight(piece)))
         return placed
 
     return raising_transportably(put)
 
 
-def _adopt(owner: Any, tag: str, index: int, partition: list[Any], store_bytes: Optional[float]) -> None:
-    """Hand ``partition`` to ``owner`` to put into Ray under ``(tag, index)``."""
+def _adopt(owner: Any, tag: str, index: int, partition: list[Any], store_bytes: Optional[float], described: str) -> None:
+    """Hand ``partition`` to ``owner`` to put into Ray under ``(tag, index)``; ``described`` names
+    it in errors (the user's partition, or a piece of it)."""
     import ray
     from ray.exceptions import ObjectStoreFullError as RayStoreFull
 
-    _check_fits(index, partition, store_bytes)
+    _check_fits(described, partition, store_bytes)
     try:
         ray.get(owner.adopt.remote(tag, index, partition), timeout=GET_TIMEOUT_S)
     except RayStoreFull as error:  # also a RayTaskError from the actor's put: it is an instance of its cause
         raise ObjectStoreFullError(
-            f"partition {index} does not fit into the Ray object store of its node; raise object_store_memory "
+            f"{described} does not fit into the Ray object store of its node; raise object_store_memory "
             f"in init_orca_context, or use more, smaller partitions (repartition): {error}"
         ) from None
 
