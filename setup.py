@@ -1,10 +1,54 @@
 """zoo_lite: scale pandas, NumPy, Keras and PyTorch code onto a Spark cluster (Orca's successor)."""
 
 from pathlib import Path
+from typing import Any
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 
 HERE = Path(__file__).parent
+#: read by the interpreter's start in site-packages: installs zoo_lite's import hooks (zoo_lite_startup.py)
+STARTUP_PTH = "zoo_lite_startup.pth"
+
+
+class BuildPyWithStartupPth(build_py):
+    """A wheel's files, with :data:`STARTUP_PTH` at its root (installed into site-packages)."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(str(HERE / STARTUP_PTH), str(Path(self.build_lib) / STARTUP_PTH), preserve_mode=False)
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
+        return [*super().get_outputs(include_bytecode), str(Path(self.build_lib) / STARTUP_PTH)]
+
+
+class EditableWheelWithStartupPth(editable_wheel):
+    """An editable install's wheel, with :data:`STARTUP_PTH` too: setuptools leaves the other
+    build outputs out of it (the package is read from the checkout)."""
+
+    def _select_strategy(self, *args: Any, **kwargs: Any) -> Any:
+        return _AddsStartupPth(super()._select_strategy(*args, **kwargs))
+
+
+class _AddsStartupPth:
+    """An editable strategy of setuptools that also writes :data:`STARTUP_PTH` into the wheel."""
+
+    def __init__(self, strategy: Any) -> None:
+        self.strategy = strategy
+
+    def __call__(self, wheel: Any, files: list[str], mapping: dict[str, str]) -> object:
+        done = self.strategy(wheel, files, mapping)
+        wheel.writestr(STARTUP_PTH, (HERE / STARTUP_PTH).read_bytes())
+        return done
+
+    def __enter__(self) -> "_AddsStartupPth":
+        self.strategy.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> object:
+        return self.strategy.__exit__(*exc_info)
+
 
 # Ranges here; exact versions for reproducible installs live in constraints.txt.
 CORE = [
@@ -45,6 +89,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["zoo_lite", "zoo_lite.*"]),
+    py_modules=["zoo_lite_startup"],
+    cmdclass={"build_py": BuildPyWithStartupPth, "editable_wheel": EditableWheelWithStartupPth},
     package_data={"zoo_lite": ["conf/*.properties", "data/jvm/*.jar", "data/jvm/*.java"]},
     install_requires=CORE,
     extras_require=EXTRAS,

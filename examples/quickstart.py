@@ -38,8 +38,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import zoo_lite  # noqa: F401 - first: torchmetrics imports torchvision, which needs zoo_lite's fix beside a CPU torch
-
 import numpy as np
 import pandas as pd
 import torch

@@ -22,8 +22,6 @@ import argparse
 import shutil
 from pathlib import Path
 
-import zoo_lite  # noqa: F401 - first: torchmetrics imports torchvision, which needs zoo_lite's fix beside a CPU torch
-
 import pandas as pd
 import torch
 from torch import nn

@@ -4,4 +4,4 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_setup_env.sh"
 ensure_chromium
 cd "$ROOT"
-exec "$VENV/bin/python" -m pytest tests zoo_lite "$@"
+exec "$VENV/bin/python" -m pytest tests zoo_lite zoo_lite_startup.py "$@"

@@ -5,8 +5,6 @@ Tiny data, 1 epoch per fit, 2 workers."""
 import tempfile
 from pathlib import Path
 
-import zoo_lite  # noqa: F401 - first: torchmetrics imports torchvision (zoo_lite's fix beside a CPU torch)
-
 import numpy as np
 import pandas as pd
 import torch

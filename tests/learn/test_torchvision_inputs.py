@@ -2,16 +2,19 @@
 its transforms on ``read_images`` shards (Spark's Python workers), and the import fix itself.
 
 Every torchvision wheel on PyPI is a CUDA build, which a plain ``import torchvision`` beside a CPU
-torch refuses; ``import zoo_lite`` makes it work (:mod:`zoo_lite.learn.pytorch.torchvision_import`).
+torch refuses; installing zoo_lite makes it work in any import order (:mod:`zoo_lite_startup`,
+:mod:`zoo_lite.learn.pytorch.torchvision_import`).
 The user's code here imports torchvision plainly, on the driver and on the workers. The MNIST files
 are written offline from scikit-learn's digits (tests/mnist_files.py); nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -114,16 +117,27 @@ def test_torchvision_transforms_on_read_images_shards_equal_the_same_transforms_
 
 # -- the import fix ------------------------------------------------------------------------------
 
-def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+#: the start of a Python process without zoo_lite's hook, which every interpreter start installs (zoo_lite_startup.pth)
+WITHOUT_THE_STARTUP_HOOK = """
+    import sys
+    sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "BeforeFirstImport"]
+"""
+
+
+def run_python(code: str, without_the_startup_hook: bool = False) -> subprocess.CompletedProcess:
+    """``code`` run by a new interpreter of this environment; optionally after taking out the
+    import hook that its start installed (zoo_lite_startup.pth), as in an environment without it."""
+    prelude = WITHOUT_THE_STARTUP_HOOK if without_the_startup_hook else ""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(prelude) + textwrap.dedent(code)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
 
 
 def test_plain_torchvision_import_fails_without_the_fix_exactly_when_the_fix_is_needed() -> None:
-    without = run_python("import torchvision")
+    without = run_python("import torchvision", without_the_startup_hook=True)
     with_fix = run_python("""
         from zoo_lite.learn.pytorch.torchvision_import import make_torchvision_importable
         print(make_torchvision_importable())
-    """)
+    """, without_the_startup_hook=True)
     assert with_fix.returncode == 0, with_fix.stderr[-3000:]
     if without.returncode == 0:   # a torchvision built for this torch (the PyTorch CPU index): nothing to fix
         assert with_fix.stdout.split() == ["False"]
@@ -160,6 +174,57 @@ def test_the_fix_applied_twice_and_by_the_hook_declares_the_operators_once() -> 
     assert done.returncode == 0, f"rc {done.returncode}: {done.stderr[-3000:]}"   # declared twice: abort, rc -6
     first, second, third, name = done.stdout.split()
     assert first == second == third and name == "MNIST"
+
+
+@pytest.mark.parametrize("first_imports", [
+    "import torchmetrics",                        # imports torchvision itself, before zoo_lite
+    "import torch, torchvision",
+    "from torchvision.transforms import v2",
+    "import torchvision; import zoo_lite",
+])
+def test_torchvision_imports_in_any_order_in_a_new_interpreter(first_imports: str) -> None:
+    done = run_python(f"""
+        {first_imports}
+        import torchvision
+        print(torchvision.datasets.MNIST.__name__)
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "MNIST"
+
+
+def test_a_spark_python_worker_imports_torchmetrics_first_with_no_zoo_lite_anywhere() -> None:
+    done = run_python("""
+        import os, sys
+        from pyspark import SparkContext
+        os.environ["PYSPARK_PYTHON"] = sys.executable   # this environment's Python, as a venv's user sets it
+        sc = SparkContext("local[1]", "torchvision-order")
+        try:
+            def imports(_):
+                seen_before = "zoo_lite" in sys.modules
+                import torchmetrics, torchvision
+                return seen_before, torchvision.datasets.MNIST.__name__
+            print(sc.parallelize([0], 1).map(imports).collect(), "zoo_lite" in sys.modules)
+        finally:
+            sc.stop()
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "[(False, 'MNIST')] False"
+
+
+def test_a_wheel_of_zoo_lite_installs_the_startup_hook_into_site_packages(tmp_path) -> None:
+    """The editable install of this environment has it too (the tests above run there)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.py", "README.md", "zoo_lite_startup.py", "zoo_lite_startup.pth"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "zoo_lite", source / "zoo_lite", ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(tmp_path / "wheel"), str(source)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = (tmp_path / "wheel").glob("zoo_lite-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("zoo_lite_startup.pth") == (ROOT / "zoo_lite_startup.pth").read_bytes()
+        assert "zoo_lite_startup.py" in archive.namelist()
 
 
 def test_the_fix_is_a_no_op_once_torchvision_is_imported() -> None:

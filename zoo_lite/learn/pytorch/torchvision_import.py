@@ -18,11 +18,11 @@ same CUDA links: load images with PIL, torchvision's default loader, or
 torchvision's own ``Couldn't load custom C++ ops`` error. A torchvision built for CPU (the
 PyTorch CPU index) loads its operators, and the fix does nothing.
 
-``import zoo_lite`` runs the fix just before the first ``import torchvision`` of a process (see
-:mod:`zoo_lite.import_hooks`), so a user's plain ``import torchvision`` works in the driver, in
-Spark's Python workers and in Ray workers. A process that imports torchvision before zoo_lite, directly
-or through a library that imports it (torchmetrics does), fails as without zoo_lite: import zoo_lite
-first.
+A hook that every interpreter start of an environment with zoo_lite installs (:mod:`zoo_lite_startup`,
+through ``zoo_lite_startup.pth``) runs the fix just before the first ``import torchvision`` of a
+process, so a user's plain ``import torchvision`` works in the driver, in Spark's Python workers and
+in Ray workers, before or after ``import zoo_lite``, and through a library that imports it
+(torchmetrics does).
 """
 
 from __future__ import annotations
