@@ -42,6 +42,15 @@ def kill_every_process_of(cluster, host: str) -> list[str]:
     return victims
 
 
+def what_the_logs_say(cluster, driver, lines: int = 120) -> str:
+    """The driver's log and each host's Spark worker log, their last ``lines``: what a failed
+    check about lost executors needs."""
+    parts = [f"--- driver\n{driver.log_tail(lines)}"]
+    for log in sorted(cluster.logs.glob("*-worker.log")):
+        parts.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:]))
+    return "\n".join(parts)
+
+
 def full_command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -89,7 +98,7 @@ def test_a_fit_survives_a_worker_hosts_processes_dying_and_only_that_node_is_rep
     for mine, theirs in zip(got["weights"], expected.result(timeout_s=120)):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=1e-5)
     [host1_node] = [node for node in got["nodes_before"] if node[0] == "host1"]
-    assert host1_node in got["nodes_at_end"], "host1's node was replaced too"
+    assert host1_node in got["nodes_at_end"], f"host1's node was replaced too: {got}\n{what_the_logs_say(simulated_cluster, cluster_driver)}"
     assert [host for host, _ in got["nodes_at_end"]] == ["host1", "host2"], got
     assert set(got["nodes_at_end"]) != set(got["nodes_before"]), "host2's node was not replaced"
     # the killed node's temp dir (its sockets) went with the launch of its replacement on host2
