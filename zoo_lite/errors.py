@@ -24,6 +24,7 @@ __all__ = [
     "ClusterStartError",
     "RayNodeStartError",
     "NoRayNodeError",
+    "ExecutorEnvironmentError",
     "InvalidArgumentError",
     "UnknownKeywordError",
     "ColumnNotFoundError",
@@ -65,6 +66,12 @@ class RayNodeStartError(ClusterStartError):
 
 class NoRayNodeError(ContextError):
     """A Spark task that moves data into Ray ran on an executor whose host has no Ray node."""
+
+
+class ExecutorEnvironmentError(ContextError):
+    """The executors' Python cannot run zoo_lite's jobs: it does not start, lacks a package the job
+    needs (the environment did not travel with the job to a bare host), or is another version
+    than the driver's where Ray needs the same."""
 
 
 class InvalidArgumentError(ZooLiteError, ValueError):
