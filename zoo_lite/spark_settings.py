@@ -10,7 +10,7 @@ import re
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from zoo_lite.errors import ContextError, InvalidArgumentError
 
@@ -181,6 +181,8 @@ class SparkSettings:
                     "container_image=None: cluster_mode='k8s-client' needs container_image='<image with "
                     "this Python environment>' (or conf['spark.kubernetes.container.image'])"
                 )
+        if self.penv_archive is not None:
+            _check_archive(self.penv_archive)
         if self.cluster_mode == "yarn-client":
             if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
                 raise ContextError(
@@ -500,7 +502,7 @@ def _python_daemon_conf(settings: SparkSettings) -> dict[str, str]:
         settings.cluster_mode == "standalone" and settings.master is None)
     python = (settings.conf.get("spark.pyspark.python") or settings.python_location or os.environ.get("PYSPARK_PYTHON")
               or sys.executable)
-    if not here or os.path.realpath(python) != os.path.realpath(sys.executable):
+    if not here or settings.penv_archive or os.path.realpath(python) != os.path.realpath(sys.executable):
         return {}
     return {PYTHON_DAEMON_MODULE: QUIET_DAEMON}
 
@@ -548,9 +550,6 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
         master = settings.master or "yarn"
         conf.update(_executor_conf(settings, int(cores)))
         conf["spark.submit.deployMode"] = "client"
-        if settings.penv_archive:
-            conf["spark.archives"] = f"{settings.penv_archive}#python_env"
-            conf["spark.pyspark.python"] = settings.python_location or "./python_env/bin/python"
     elif mode == "k8s-client":
         master = settings.master
         conf.update(_executor_conf(settings, int(cores)))
@@ -564,5 +563,54 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
         if settings.python_location is None:  # spark-submit's --conf decides the interpreters
             conf.pop("spark.pyspark.python")
             conf.pop("spark.pyspark.driver.python")
+    if mode in _SHIPPING_MODES:
+        conf.update(shipped_environment_conf(settings))
     conf.update({str(k): str(v) for k, v in settings.conf.items()})
     return master, conf
+
+
+#: the modes whose executors take ``penv_archive``: in local mode the tasks run this machine's
+#: Python, and under spark-submit its ``--archives`` decides before zoo_lite runs
+_SHIPPING_MODES = ("local-cluster", "standalone", "yarn-client", "k8s-client")
+#: where each executor unpacks ``penv_archive``, in its working directory
+SHIPPED_ENV_FOLDER = "python_env"
+
+
+def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
+    """``penv_archive`` as Spark ships it: unpacked as ``./python_env`` in each executor's working
+    directory (``spark.archives``), whose Python the executors run, unless ``python_location``
+    names another.
+
+    Examples
+    --------
+    >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077",
+    ...                                        penv_archive="hdfs:///envs/env.tar.gz"))
+    {'spark.archives': 'hdfs:///envs/env.tar.gz#python_env', 'spark.pyspark.python': './python_env/bin/python'}
+    >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077"))
+    {}
+    """
+    if not settings.penv_archive:
+        return {}
+    return {"spark.archives": f"{settings.penv_archive}#{SHIPPED_ENV_FOLDER}",
+            "spark.pyspark.python": settings.python_location or f"./{SHIPPED_ENV_FOLDER}/bin/python"}
+
+
+#: what Spark unpacks (spark.archives)
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".jar")
+
+
+def _check_archive(archive: Any) -> None:
+    """``penv_archive`` must be an archive Spark unpacks: a local file that exists, or a URI Spark
+    fetches (``hdfs://``, ``s3a://``, ...)."""
+    if not isinstance(archive, str) or not archive.lower().endswith(_ARCHIVE_SUFFIXES):
+        raise InvalidArgumentError(
+            f"penv_archive={archive!r} must name an archive of a Python environment ({', '.join(_ARCHIVE_SUFFIXES)}), "
+            "as conda-pack or venv-pack write it: pack the environment first (conda pack -o env.tar.gz, or "
+            "venv-pack -o env.tar.gz) and pass its path")
+    scheme = archive.split("://", 1)[0] if "://" in archive else ""
+    local = archive[len("file://"):] if scheme == "file" else (archive if not scheme else None)
+    if local is not None and not os.path.isfile(local):
+        raise InvalidArgumentError(
+            f"penv_archive={archive!r}: no such file on the driver's host ({os.path.abspath(local)}); pack the "
+            "environment first (conda pack -o env.tar.gz, or venv-pack -o env.tar.gz), or give the URI of a "
+            "copy that the executors can fetch (hdfs://..., s3a://...)")

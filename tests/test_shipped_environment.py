@@ -1,0 +1,83 @@
+"""``penv_archive``: the executors unpack the archive of a Python environment and run its Python,
+on every master that ships archives (here local-cluster; standalone and YARN take the same
+settings), and Ray on Spark's processes on the executors run from it too.
+
+The archive is a venv of the driver's own interpreter whose packages are this environment's
+(found through ``.pth`` files), so it is a few kilobytes: what is tested is the shipping, not the
+packing (the executors share this machine's folders)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import XShards
+from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def environment_archive(folder: Path) -> Path:
+    """A venv of this interpreter whose site-packages lead to this environment's and the checkout, packed."""
+    venv = folder / "env"
+    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site_packages = next((venv / "lib").glob("python3.*")) / "site-packages"
+    (site_packages / "this_environment.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    (site_packages / "zoo_lite_checkout.pth").write_text(f"{ROOT}\n")
+    archive = folder / "env.tar.gz"
+    with tarfile.open(archive, "w:gz") as packed:
+        packed.add(venv, arcname=".")
+    return archive
+
+
+def test_the_executors_and_their_ray_processes_run_the_unpacked_environments_python(tmp_path) -> None:
+    stop_orca_context()
+    archive = environment_archive(tmp_path)
+    init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", init_ray_on_spark=True,
+                      penv_archive=str(archive))
+    try:
+        sc = OrcaContext.get_spark_context()
+        [executor_python] = sc.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+        shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
+        doubled = np.concatenate([shard["x"] for shard in shards.collect()])
+        [node] = OrcaContext.get_ray_context().nodes
+        watchdog = psutil.Process(node["watchdog_pid"])
+        pythons = [process.cmdline()[0] for process in [watchdog, *watchdog.children(recursive=True)]
+                   if process.cmdline() and "python" in Path(process.cmdline()[0]).name]
+    finally:
+        stop_orca_context()
+    assert executor_python.endswith("/python_env/bin/python") and executor_python.startswith("/"), executor_python
+    np.testing.assert_array_equal(doubled, [0, 2, 4, 6])
+    assert pythons and set(pythons) == {executor_python}, pythons   # the watchdog and the node's Python processes
+
+
+@pytest.mark.parametrize("mode, master", [("local-cluster", None), ("standalone", "spark://h:7077")])
+def test_penv_archive_is_unpacked_as_python_env_whose_python_the_executors_run(tmp_path, mode, master) -> None:
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(b"")
+    _, conf = spark_master_and_conf(SparkSettings(cluster_mode=mode, master=master, penv_archive=str(archive)))
+    assert conf["spark.archives"] == f"{archive}#python_env"
+    assert conf["spark.pyspark.python"] == "./python_env/bin/python"
+    assert "spark.python.daemon.module" not in conf   # zoo_lite's quiet daemon is for the driver's own Python
+    _, local = spark_master_and_conf(SparkSettings(cluster_mode="local", penv_archive=str(archive)))
+    assert "spark.archives" not in local and local["spark.pyspark.python"] == sys.executable   # local tasks run this Python
+
+
+@pytest.mark.parametrize("archive, complaint", [
+    ("env.tar.gz", r"no such file on the driver's host .*/env\.tar\.gz\); pack the environment first"),
+    ("env.whl", r"must name an archive of a Python environment \(\.tar\.gz, \.tgz, \.tar, \.zip, \.jar\)"),
+])
+def test_a_penv_archive_that_is_not_an_archive_file_is_refused_naming_it(archive, complaint) -> None:
+    with pytest.raises(InvalidArgumentError, match=rf"penv_archive='{archive}'.*{complaint}"):
+        SparkSettings(cluster_mode="local-cluster", penv_archive=archive)
+    SparkSettings(cluster_mode="standalone", master="spark://h:7077", penv_archive="hdfs:///envs/env.tar.gz")   # fetched by Spark
