@@ -8,7 +8,6 @@ packing (the executors share this machine's folders)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import psutil
 import pytest
 
+from tests.environments import venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.errors import InvalidArgumentError
@@ -24,16 +24,9 @@ from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 def environment_archive(folder: Path) -> Path:
-    """A venv of this interpreter whose site-packages lead to this environment's and the checkout, packed."""
-    venv = folder / "env"
-    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    site_packages = next((venv / "lib").glob("python3.*")) / "site-packages"
-    (site_packages / "this_environment.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
-    (site_packages / "zoo_lite_checkout.pth").write_text(f"{ROOT}\n")
+    """A venv of this interpreter that sees this environment's packages, packed."""
+    venv = venv_seeing_this_environment(sys.base_prefix + "/bin/python3", folder / "env")
     archive = folder / "env.tar.gz"
     with tarfile.open(archive, "w:gz") as packed:
         packed.add(venv, arcname=".")
