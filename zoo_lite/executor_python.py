@@ -234,7 +234,7 @@ def check_executor_pythons_once(sc: "SparkContext", modules: Sequence[str], same
     """
     if _executors_run_this_python(sc):
         return
-    key = (id(sc._jsc), tuple(modules), same_version)
+    key = (sc.applicationId, tuple(modules), same_version)   # an id() could come back for a later context
     if key in _passed_checks:
         return
     check_executor_pythons(sc, modules, same_version, purpose)
@@ -242,7 +242,7 @@ def check_executor_pythons_once(sc: "SparkContext", modules: Sequence[str], same
 
 
 #: the checks of :func:`check_executor_pythons_once` that passed, by context
-_passed_checks: set[tuple[int, tuple[str, ...], bool]] = set()
+_passed_checks: set[tuple[str, tuple[str, ...], bool]] = set()
 
 
 def _executors_run_this_python(sc: "SparkContext") -> bool:
