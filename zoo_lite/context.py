@@ -128,12 +128,17 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
 
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: SparkConf loads its --conf and --name first
         SparkContext._ensure_initialized()
+    else:
+        _forget_an_earlier_contexts_conf(conf)
+    launches_the_jvm = SparkContext._jvm is None
     spark_conf = SparkConf()
     for key, value in conf.items():
         spark_conf.set(key, value)
     if master is not None:
         spark_conf.setMaster(master)
     spark_conf.setIfMissing("spark.app.name", "zoo_lite")
+    if launches_the_jvm:
+        _conf_left_in_the_jvm.update(spark_conf.getAll())
     # pyspark takes the workers' interpreter from PYSPARK_PYTHON when the context starts
     python = conf.get("spark.pyspark.python")
     saved = os.environ.get("PYSPARK_PYTHON")
@@ -146,6 +151,34 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
             os.environ.pop("PYSPARK_PYTHON", None)
         else:
             os.environ["PYSPARK_PYTHON"] = saved
+
+
+#: The conf of the context that launched this process's JVM. pyspark launched it through
+#: spark-submit, which made each setting a JVM system property; every later ``SparkConf`` loads
+#: those as defaults, so a second context would silently inherit the first one's settings.
+_conf_left_in_the_jvm: dict[str, str] = {}
+
+
+def _forget_an_earlier_contexts_conf(conf: Mapping[str, str]) -> None:
+    """Clear the JVM system properties that the first context's conf left, where this context's
+    ``conf`` does not set them itself: each context gets its own settings, not a mix with the
+    first one's (e.g. a quiet Python daemon that a bare executor Python cannot import).
+
+    Examples
+    --------
+    >>> _forget_an_earlier_contexts_conf({})   # nothing was left yet, or no JVM runs
+    """
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return
+    for key, value in list(_conf_left_in_the_jvm.items()):
+        if jvm.System.getProperty(key) != value:
+            del _conf_left_in_the_jvm[key]
+        elif key not in conf:
+            jvm.System.clearProperty(key)
+            del _conf_left_in_the_jvm[key]
 
 
 def _check_spark_submit() -> None:
