@@ -25,6 +25,7 @@ __all__ = [
     "RayNodeStartError",
     "NoRayNodeError",
     "ExecutorEnvironmentError",
+    "EnvironmentPackingError",
     "InvalidArgumentError",
     "UnknownKeywordError",
     "ColumnNotFoundError",
@@ -72,6 +73,12 @@ class ExecutorEnvironmentError(ContextError):
     """The executors' Python cannot run zoo_lite's jobs: it does not start, lacks a package the job
     needs (the environment did not travel with the job to a bare host), or is another version
     than the driver's where Ray needs the same."""
+
+
+class EnvironmentPackingError(ZooLiteError):
+    """A Python environment could not be packed into an archive (:mod:`zoo_lite.env_packing`):
+    its packing library is missing, another process held the packing lock too long, or the
+    library failed; the message names the environment and the fix."""
 
 
 class InvalidArgumentError(ZooLiteError, ValueError):

@@ -10,8 +10,9 @@ import re
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
+from zoo_lite.env_packing import check_archive
 from zoo_lite.errors import ContextError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ class SparkSettings:
                     "this Python environment>' (or conf['spark.kubernetes.container.image'])"
                 )
         if self.penv_archive is not None:
-            _check_archive(self.penv_archive)
+            check_archive(self.penv_archive, "penv_archive")
         if self.cluster_mode == "yarn-client":
             if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
                 raise ContextError(
@@ -593,24 +594,3 @@ def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
         return {}
     return {"spark.archives": f"{settings.penv_archive}#{SHIPPED_ENV_FOLDER}",
             "spark.pyspark.python": settings.python_location or f"./{SHIPPED_ENV_FOLDER}/bin/python"}
-
-
-#: what Spark unpacks (spark.archives)
-_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".jar")
-
-
-def _check_archive(archive: Any) -> None:
-    """``penv_archive`` must be an archive Spark unpacks: a local file that exists, or a URI Spark
-    fetches (``hdfs://``, ``s3a://``, ...)."""
-    if not isinstance(archive, str) or not archive.lower().endswith(_ARCHIVE_SUFFIXES):
-        raise InvalidArgumentError(
-            f"penv_archive={archive!r} must name an archive of a Python environment ({', '.join(_ARCHIVE_SUFFIXES)}), "
-            "as conda-pack or venv-pack write it: pack the environment first (conda pack -o env.tar.gz, or "
-            "venv-pack -o env.tar.gz) and pass its path")
-    scheme = archive.split("://", 1)[0] if "://" in archive else ""
-    local = archive[len("file://"):] if scheme == "file" else (archive if not scheme else None)
-    if local is not None and not os.path.isfile(local):
-        raise InvalidArgumentError(
-            f"penv_archive={archive!r}: no such file on the driver's host ({os.path.abspath(local)}); pack the "
-            "environment first (conda pack -o env.tar.gz, or venv-pack -o env.tar.gz), or give the URI of a "
-            "copy that the executors can fetch (hdfs://..., s3a://...)")
