@@ -67,6 +67,7 @@ __all__ = [
     "default_cache_dir",
     "environment_kind",
     "environment_fingerprint",
+    "archive_path",
     "pack_environment",
     "check_archive",
     "resolve_penv_archive",
@@ -391,11 +392,47 @@ def _pack_atomically(env: _Environment, archive: Path, progress: bool) -> None:
                 time.monotonic() - started)
 
 
-def _prune_older_archives(archive: Path, stem: str) -> None:
-    older = sorted(archive.parent.glob(f"{stem}-*.tar.gz"), key=lambda path: path.stat().st_mtime_ns, reverse=True)
+def _prune_older_archives(archive: Path) -> None:
+    stem = archive.name.rsplit("-", 1)[0]   # the environment folder's part of the name
+    older = sorted(archive.parent.glob(f"{stem}-{'?' * 16}.tar.gz"), key=lambda path: path.stat().st_mtime_ns, reverse=True)
     for stale in older[_KEPT_ARCHIVES:]:
         stale.unlink(missing_ok=True)
         logger.info("removed %s, an archive of an earlier state of the same environment", stale)
+
+
+def _archive_path(env: _Environment, cache_dir: Optional[Path]) -> Path:
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    # two environment folders of one name (two "venv"s) must not share archives
+    folder_id = hashlib.sha256(str(env.prefix).encode()).hexdigest()[:8]
+    return folder / f"{env.prefix.name or 'env'}-{folder_id}-{_fingerprint(env)}.tar.gz"
+
+
+def archive_path(prefix: Union[str, Path] = sys.prefix, cache_dir: Optional[Path] = None) -> Path:
+    """Where :func:`pack_environment` keeps the archive of the present state of the environment
+    at ``prefix`` (it may not be packed yet). While a process packs it, it holds the lock file
+    beside it, of the same name ending in ``.lock``.
+
+    Parameters
+    ----------
+    prefix : str or Path
+        The folder of a venv or conda environment; by default this Python's.
+    cache_dir : Path, optional
+        Where archives are kept; by default :func:`default_cache_dir`.
+
+    Returns
+    -------
+    Path
+
+    Examples
+    --------
+    >>> import subprocess, sys, tempfile
+    >>> from pathlib import Path
+    >>> env = Path(tempfile.mkdtemp()) / "env"
+    >>> _ = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    >>> archive_path(env, cache_dir=Path("/data/envs")).parent, archive_path(env).exists()
+    (PosixPath('/data/envs'), False)
+    """
+    return _archive_path(_inspect(prefix, f"prefix={str(prefix)!r}"), cache_dir)
 
 
 def pack_environment(prefix: Union[str, Path] = sys.prefix, cache_dir: Optional[Path] = None, progress: bool = True,
@@ -445,16 +482,13 @@ def pack_environment(prefix: Union[str, Path] = sys.prefix, cache_dir: Optional[
     >>> shutil.rmtree(folder)
     """
     env = _inspect(prefix, f"prefix={str(prefix)!r}")
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    # two folders of one name (two "venv"s) must not share archives
-    stem = f"{env.prefix.name or 'env'}-{hashlib.sha256(str(env.prefix).encode()).hexdigest()[:8]}"
-    archive = folder / f"{stem}-{_fingerprint(env)}.tar.gz"
+    archive = _archive_path(env, cache_dir)
+    archive.parent.mkdir(parents=True, exist_ok=True)
     if not archive.exists():
-        with _exclusive_lock(folder / f"{archive.name[:-len('.tar.gz')]}.lock", env.prefix, lock_timeout_s):
+        with _exclusive_lock(archive.with_name(archive.name.replace(".tar.gz", ".lock")), env.prefix, lock_timeout_s):
             if not archive.exists():   # else another process packed it while this one waited
                 _pack_atomically(env, archive, progress)
-                _prune_older_archives(archive, stem)
+                _prune_older_archives(archive)
                 return archive
     logger.info("reused %s (%s), packed earlier from %s, which has not changed since",
                 archive, _human_size(archive.stat().st_size), env.prefix)
