@@ -276,3 +276,13 @@ def test_packing_a_folder_that_is_no_environment_is_refused_naming_prefix(tmp_pa
     with pytest.raises(InvalidArgumentError, match=rf"^prefix='{tmp_path}/missing' is neither a venv nor a conda "
                                                    rf"environment \(no such folder: {tmp_path}/missing\)"):
         pack_environment(tmp_path / "missing", cache_dir=tmp_path)
+
+
+def test_auto_from_a_python_outside_any_environment_is_refused_naming_penv_archive(tmp_path):
+    code = (f"import sys; sys.path[1:1] = [{str(ROOT)!r}]\n"
+            "from zoo_lite.env_packing import resolve_penv_archive\n"
+            f"resolve_penv_archive('auto', cache_dir={str(tmp_path)!r})\n")
+    done = subprocess.run([BASE_PYTHON, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    base_prefix = str(Path(BASE_PYTHON).parents[1])   # the interpreter's own installation: no venv, no conda
+    assert (f"zoo_lite.errors.InvalidArgumentError: penv_archive='auto' packs this Python's environment, but "
+            f"sys.prefix={base_prefix!r}, which is neither a venv nor a conda environment") in done.stderr, done.stderr
