@@ -7,9 +7,7 @@ environment's pip (``pip --python``) from wheels written here, without a network
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import hashlib
 import logging
 import os
 import re
@@ -18,52 +16,19 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.environments import BASE_PYTHON, make_venv, make_wheel, pip_install
 from zoo_lite.env_packing import archive_path, environment_fingerprint, pack_environment, resolve_penv_archive
 from zoo_lite.errors import EnvironmentPackingError, InvalidArgumentError
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE_PYTHON = os.path.realpath(sys._base_executable)
 THIS_SITE_PACKAGES = sysconfig.get_paths()["purelib"]
 LOGGER = "zoo_lite.env_packing"
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def make_venv(folder: Path) -> Path:
-    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=60)
-    return folder
-
-
-def make_wheel(folder: Path, name: str, version: str = "1.0") -> Path:
-    """A pure-Python wheel of one package ``name`` whose ``VALUE`` is ``f"{name} {version}"``."""
-    files = {
-        f"{name}/__init__.py": f"VALUE = {f'{name} {version}'!r}\n",
-        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{name}-{version}.dist-info/top_level.txt": f"{name}\n",
-    }
-    record = f"{name}-{version}.dist-info/RECORD"
-    lines = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        lines.append(f"{path},sha256={digest},{len(text.encode())}")
-    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
-
-
-def pip_install(venv: Path, *arguments: str, env: dict[str, str] | None = None) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-index", "--no-deps", "--disable-pip-version-check", *arguments],
-                   check=True, timeout=120, env=env)
 
 
 def unpack(archive: Path, folder: Path) -> Path:

@@ -14,6 +14,8 @@ import re
 import time
 import threading
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeoutError
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
@@ -22,6 +24,7 @@ from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError
 from zoo_lite.keywords import suggest_keywords
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
+    SHIPPING_MODES,
     SPARK_KWARGS,
     RaySettings,
     SparkSettings,
@@ -206,10 +209,46 @@ def _wait_for_executors(spark: "SparkSession", expected: int, timeout_s: float) 
             time.sleep(0.1)
 
 
+#: bound on packing ``penv_archive`` (a 4 GB environment packs in minutes; the packer's own
+#: wait for another process packing the same environment is bounded as long)
+_PACK_TIMEOUT_S = 1800.0
+
+
+def _pack_while_spark_starts(settings: SparkSettings) -> Optional["Future[str]"]:
+    """The archive of the environment ``penv_archive`` names (``"auto"``, or a folder), packed in
+    a thread while a standalone cluster starts; None where nothing is to be packed. Local mode
+    ships nothing, so it never waits for a pack."""
+    from zoo_lite.env_packing import penv_archive_needs_packing, resolve_penv_archive
+
+    if (settings.cluster_mode not in SHIPPING_MODES or settings.penv_archive is None
+            or not penv_archive_needs_packing(settings.penv_archive)):
+        return None
+    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zoo_lite-pack")
+    try:
+        return packer.submit(resolve_penv_archive, settings.penv_archive)
+    finally:
+        packer.shutdown(wait=False)
+
+
+def _with_packed_archive(settings: SparkSettings, packing: Optional["Future[str]"]) -> SparkSettings:
+    """``settings`` whose ``penv_archive`` is the archive ``packing`` made."""
+    if packing is None:
+        return settings
+    with announced_wait(f"the environment penv_archive={settings.penv_archive!r} to be packed", _PACK_TIMEOUT_S):
+        try:
+            archive = packing.result(timeout=_PACK_TIMEOUT_S)
+        except FuturesTimeoutError:
+            raise ClusterStartError(
+                f"packing penv_archive={settings.penv_archive!r} did not finish within {_PACK_TIMEOUT_S:.0f} s; pack it "
+                "once with zoo_lite.env_packing.pack_environment() and pass the archive's path") from None
+    return replace(settings, penv_archive=archive)
+
+
 def _start_spark(settings: SparkSettings) -> _ActiveContext:
     standalone = None
     if settings.cluster_mode == "spark-submit":
         _check_spark_submit()
+    packing = _pack_while_spark_starts(settings)
     if settings.cluster_mode == "standalone" and settings.master is None:
         from zoo_lite.standalone import LoopbackStandaloneCluster
 
@@ -217,6 +256,7 @@ def _start_spark(settings: SparkSettings) -> _ActiveContext:
             num_workers=settings.num_nodes, cores=int(settings.effective_cores), memory_mb=memory_to_mb(settings.memory)
         )
     try:
+        settings = _with_packed_archive(settings, packing)
         master, conf = spark_master_and_conf(settings, standalone.master_url if standalone else None)
         spark = _build_session(master, _with_quiet_jvm_logging(conf))
         spark.sparkContext.setLogLevel(str(settings.spark_log_level).upper())
@@ -285,6 +325,11 @@ def init_orca_context(
         long counts as lost). Any other name is an error. Below ``spark_log_level="INFO"``, zoo_lite
         also sets ``TF_CPP_MIN_LOG_LEVEL=2`` (TensorFlow's C++ INFO and WARNING lines hidden) in
         this process and Spark's Python workers, unless the environment already has a value.
+        ``penv_archive`` ships the driver's environment to the executors (standalone,
+        ``local-cluster``, ``yarn-client``, ``k8s-client``; unused in local mode): an archive
+        (conda-pack, venv-pack) or its URI, the folder of a venv or conda environment, or
+        ``"auto"`` for the running one; zoo_lite packs folders and ``"auto"`` once per state of the
+        environment (:mod:`zoo_lite.env_packing`).
 
     Returns
     -------

@@ -70,6 +70,8 @@ __all__ = [
     "archive_path",
     "pack_environment",
     "check_archive",
+    "check_penv_archive",
+    "penv_archive_needs_packing",
     "resolve_penv_archive",
 ]
 
@@ -527,6 +529,47 @@ def check_archive(archive: Any, argument: str = "penv_archive") -> None:
             "or give the URI of a copy that the executors can fetch (hdfs://..., s3a://...)")
 
 
+def _environment_to_pack(value: Any) -> Optional[Path]:
+    """The environment folder ``penv_archive=value`` asks to pack (``"auto"``: this Python's), or
+    None when ``value`` names an archive; refuses a folder that is no environment."""
+    if value == "auto":
+        _require_environment(Path(sys.prefix), f"penv_archive='auto' packs this Python's environment, but "
+                                               f"sys.prefix={sys.prefix!r}, which")
+        return Path(sys.prefix)
+    local = _local_path(value) if isinstance(value, str) else None
+    if local is not None and os.path.isdir(local):
+        _require_environment(Path(local), f"penv_archive={value!r}")
+        return Path(local)
+    return None
+
+
+def check_penv_archive(value: Any) -> None:
+    """Check ``penv_archive`` without packing anything: ``"auto"``, the folder of a venv or conda
+    environment, an archive file that exists, or a URI Spark fetches.
+
+    Examples
+    --------
+    >>> check_penv_archive("auto")   # when this Python runs in a venv or conda environment
+    >>> check_penv_archive("env.whl")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    zoo_lite.errors.InvalidArgumentError: penv_archive='env.whl' must name an archive of a Python environment ...
+    """
+    if _environment_to_pack(value) is None:
+        check_archive(value, "penv_archive")
+
+
+def penv_archive_needs_packing(value: str) -> bool:
+    """Whether ``penv_archive=value`` names an environment to pack (``"auto"`` or a folder).
+
+    Examples
+    --------
+    >>> penv_archive_needs_packing("auto"), penv_archive_needs_packing("hdfs:///envs/env.tar.gz")
+    (True, False)
+    """
+    return _environment_to_pack(value) is not None
+
+
 def resolve_penv_archive(value: str, cache_dir: Optional[Path] = None, progress: bool = True) -> str:
     """The archive ``penv_archive=value`` ships: an archive file or a URI as it is; the folder of
     a venv or conda environment packed (:func:`pack_environment`, cached); ``"auto"`` this
@@ -564,13 +607,8 @@ def resolve_penv_archive(value: str, cache_dir: Optional[Path] = None, progress:
     ...
     zoo_lite.errors.InvalidArgumentError: penv_archive='...' is neither a venv nor a conda environment (a folder with neither pyvenv.cfg nor conda-meta: ...); give the folder of one (python -m venv makes a venv), or an archive of one
     """
-    if value == "auto":
-        named = f"penv_archive='auto' packs this Python's environment, but sys.prefix={sys.prefix!r}, which"
-        _require_environment(Path(sys.prefix), named)
-        return str(pack_environment(sys.prefix, cache_dir, progress))
-    local = _local_path(value) if isinstance(value, str) else None
-    if local is not None and os.path.isdir(local):
-        _require_environment(Path(local), f"penv_archive={value!r}")
-        return str(pack_environment(local, cache_dir, progress))
+    environment = _environment_to_pack(value)
+    if environment is not None:
+        return str(pack_environment(environment, cache_dir, progress))
     check_archive(value, "penv_archive")
     return value

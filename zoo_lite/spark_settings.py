@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
-from zoo_lite.env_packing import check_archive
+from zoo_lite.env_packing import check_penv_archive
 from zoo_lite.errors import ContextError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class SparkSettings:
                     "this Python environment>' (or conf['spark.kubernetes.container.image'])"
                 )
         if self.penv_archive is not None:
-            check_archive(self.penv_archive, "penv_archive")
+            check_penv_archive(self.penv_archive)
         if self.cluster_mode == "yarn-client":
             if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
                 raise ContextError(
@@ -564,7 +564,7 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
         if settings.python_location is None:  # spark-submit's --conf decides the interpreters
             conf.pop("spark.pyspark.python")
             conf.pop("spark.pyspark.driver.python")
-    if mode in _SHIPPING_MODES:
+    if mode in SHIPPING_MODES:
         conf.update(shipped_environment_conf(settings))
     conf.update({str(k): str(v) for k, v in settings.conf.items()})
     return master, conf
@@ -572,7 +572,7 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
 
 #: the modes whose executors take ``penv_archive``: in local mode the tasks run this machine's
 #: Python, and under spark-submit its ``--archives`` decides before zoo_lite runs
-_SHIPPING_MODES = ("local-cluster", "standalone", "yarn-client", "k8s-client")
+SHIPPING_MODES = ("local-cluster", "standalone", "yarn-client", "k8s-client")
 #: where each executor unpacks ``penv_archive``, in its working directory
 SHIPPED_ENV_FOLDER = "python_env"
 
