@@ -60,6 +60,9 @@ CORE = [
     "psutil>=5.9",
     "ray[default]>=2.50,<3",
     "pillow>=10",
+    # zoo_lite.env_packing packs the environment shipped to bare cluster hosts (penv_archive)
+    "venv-pack2>=0.9.2",
+    "conda-pack>=0.9",
 ]
 EXTRAS = {
     "torch": ["torch>=2.2", "torchmetrics>=1.0", "tqdm>=4.60", "tensorboard>=2.14"],

@@ -3,6 +3,7 @@ the loopback standalone cluster's processes, and what happens to them when the d
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -290,3 +291,32 @@ def test_spark_submit_mode_takes_master_and_conf_from_spark_submit(tmp_path):
                              str(script)], capture_output=True, text=True, env=env, timeout=240)
     # spark-submit's --name wins over zoo_lite's default app name (it was overridden before)
     assert "RESULT local[2] yes 45 nightly-etl" in result.stdout, result.stderr[-3000:]
+
+
+def test_a_second_context_in_a_process_gets_its_own_settings_not_the_first_ones(tmp_path):
+    """pyspark launches the JVM once per process, through spark-submit, with the first context's
+    conf: those settings become JVM system properties that every later context would load."""
+    script = tmp_path / "two_contexts.py"
+    script.write_text(textwrap.dedent(
+        """
+        import json
+        from zoo_lite import init_orca_context, stop_orca_context
+        seen = []
+        for conf in ({"spark.zoo.first": "yes"}, {"spark.pyspark.python": "/usr/bin/python3"}, {}):
+            sc = init_orca_context(cores=1, conf=conf)
+            seen.append({key: sc.getConf().get(key, None)
+                         for key in ("spark.zoo.first", "spark.python.daemon.module", "spark.pyspark.python")})
+            stop_orca_context()
+        print("RESULT", json.dumps(seen))
+        """
+    ))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")] or [result.stderr[-3000:]]
+    first, second, third = json.loads(line.split(" ", 1)[1])
+    assert first["spark.zoo.first"] == "yes" and first["spark.python.daemon.module"] == "zoo_lite.spark_daemon", first
+    # the second context's workers run another Python, without zoo_lite: no quiet daemon, nothing of the first conf
+    assert second == {"spark.zoo.first": None, "spark.python.daemon.module": None,
+                      "spark.pyspark.python": "/usr/bin/python3"}, second
+    assert third["spark.zoo.first"] is None and third["spark.python.daemon.module"] == "zoo_lite.spark_daemon", third
+    assert third["spark.pyspark.python"] != "/usr/bin/python3", third

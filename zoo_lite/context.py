@@ -14,6 +14,8 @@ import re
 import time
 import threading
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeoutError
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
@@ -22,6 +24,7 @@ from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError
 from zoo_lite.keywords import suggest_keywords
 from zoo_lite.spark_settings import (
     RAY_KWARGS,
+    SHIPPING_MODES,
     SPARK_KWARGS,
     RaySettings,
     SparkSettings,
@@ -128,12 +131,17 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
 
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: SparkConf loads its --conf and --name first
         SparkContext._ensure_initialized()
+    else:
+        _forget_an_earlier_contexts_conf(conf)
+    launches_the_jvm = SparkContext._jvm is None
     spark_conf = SparkConf()
     for key, value in conf.items():
         spark_conf.set(key, value)
     if master is not None:
         spark_conf.setMaster(master)
     spark_conf.setIfMissing("spark.app.name", "zoo_lite")
+    if launches_the_jvm:
+        _conf_left_in_the_jvm.update(spark_conf.getAll())
     # pyspark takes the workers' interpreter from PYSPARK_PYTHON when the context starts
     python = conf.get("spark.pyspark.python")
     saved = os.environ.get("PYSPARK_PYTHON")
@@ -146,6 +154,34 @@ def _build_session(master: Optional[str], conf: Mapping[str, str]) -> "SparkSess
             os.environ.pop("PYSPARK_PYTHON", None)
         else:
             os.environ["PYSPARK_PYTHON"] = saved
+
+
+#: The conf of the context that launched this process's JVM. pyspark launched it through
+#: spark-submit, which made each setting a JVM system property; every later ``SparkConf`` loads
+#: those as defaults, so a second context would silently inherit the first one's settings.
+_conf_left_in_the_jvm: dict[str, str] = {}
+
+
+def _forget_an_earlier_contexts_conf(conf: Mapping[str, str]) -> None:
+    """Clear the JVM system properties that the first context's conf left, where this context's
+    ``conf`` does not set them itself: each context gets its own settings, not a mix with the
+    first one's (e.g. a quiet Python daemon that a bare executor Python cannot import).
+
+    Examples
+    --------
+    >>> _forget_an_earlier_contexts_conf({})   # nothing was left yet, or no JVM runs
+    """
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    if jvm is None:
+        return
+    for key, value in list(_conf_left_in_the_jvm.items()):
+        if jvm.System.getProperty(key) != value:
+            del _conf_left_in_the_jvm[key]
+        elif key not in conf:
+            jvm.System.clearProperty(key)
+            del _conf_left_in_the_jvm[key]
 
 
 def _check_spark_submit() -> None:
@@ -173,10 +209,46 @@ def _wait_for_executors(spark: "SparkSession", expected: int, timeout_s: float) 
             time.sleep(0.1)
 
 
+#: bound on packing ``penv_archive`` (a 4 GB environment packs in minutes; the packer's own
+#: wait for another process packing the same environment is bounded as long)
+_PACK_TIMEOUT_S = 1800.0
+
+
+def _pack_while_spark_starts(settings: SparkSettings) -> Optional["Future[str]"]:
+    """The archive of the environment ``penv_archive`` names (``"auto"``, or a folder), packed in
+    a thread while a standalone cluster starts; None where nothing is to be packed. Local mode
+    ships nothing, so it never waits for a pack."""
+    from zoo_lite.env_packing import penv_archive_needs_packing, resolve_penv_archive
+
+    if (settings.cluster_mode not in SHIPPING_MODES or settings.penv_archive is None
+            or not penv_archive_needs_packing(settings.penv_archive)):
+        return None
+    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zoo_lite-pack")
+    try:
+        return packer.submit(resolve_penv_archive, settings.penv_archive)
+    finally:
+        packer.shutdown(wait=False)
+
+
+def _with_packed_archive(settings: SparkSettings, packing: Optional["Future[str]"]) -> SparkSettings:
+    """``settings`` whose ``penv_archive`` is the archive ``packing`` made."""
+    if packing is None:
+        return settings
+    with announced_wait(f"the environment penv_archive={settings.penv_archive!r} to be packed", _PACK_TIMEOUT_S):
+        try:
+            archive = packing.result(timeout=_PACK_TIMEOUT_S)
+        except FuturesTimeoutError:
+            raise ClusterStartError(
+                f"packing penv_archive={settings.penv_archive!r} did not finish within {_PACK_TIMEOUT_S:.0f} s; pack it "
+                "once with zoo_lite.env_packing.pack_environment() and pass the archive's path") from None
+    return replace(settings, penv_archive=archive)
+
+
 def _start_spark(settings: SparkSettings) -> _ActiveContext:
     standalone = None
     if settings.cluster_mode == "spark-submit":
         _check_spark_submit()
+    packing = _pack_while_spark_starts(settings)
     if settings.cluster_mode == "standalone" and settings.master is None:
         from zoo_lite.standalone import LoopbackStandaloneCluster
 
@@ -184,6 +256,7 @@ def _start_spark(settings: SparkSettings) -> _ActiveContext:
             num_workers=settings.num_nodes, cores=int(settings.effective_cores), memory_mb=memory_to_mb(settings.memory)
         )
     try:
+        settings = _with_packed_archive(settings, packing)
         master, conf = spark_master_and_conf(settings, standalone.master_url if standalone else None)
         spark = _build_session(master, _with_quiet_jvm_logging(conf))
         spark.sparkContext.setLogLevel(str(settings.spark_log_level).upper())
@@ -252,6 +325,11 @@ def init_orca_context(
         long counts as lost). Any other name is an error. Below ``spark_log_level="INFO"``, zoo_lite
         also sets ``TF_CPP_MIN_LOG_LEVEL=2`` (TensorFlow's C++ INFO and WARNING lines hidden) in
         this process and Spark's Python workers, unless the environment already has a value.
+        ``penv_archive`` ships the driver's environment to the executors (standalone,
+        ``local-cluster``, ``yarn-client``, ``k8s-client``; unused in local mode): an archive
+        (conda-pack, venv-pack) or its URI, the folder of a venv or conda environment, or
+        ``"auto"`` for the running one; zoo_lite packs folders and ``"auto"`` once per state of the
+        environment (:mod:`zoo_lite.env_packing`).
 
     Returns
     -------

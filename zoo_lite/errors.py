@@ -24,6 +24,8 @@ __all__ = [
     "ClusterStartError",
     "RayNodeStartError",
     "NoRayNodeError",
+    "ExecutorEnvironmentError",
+    "EnvironmentPackingError",
     "InvalidArgumentError",
     "UnknownKeywordError",
     "ColumnNotFoundError",
@@ -65,6 +67,18 @@ class RayNodeStartError(ClusterStartError):
 
 class NoRayNodeError(ContextError):
     """A Spark task that moves data into Ray ran on an executor whose host has no Ray node."""
+
+
+class ExecutorEnvironmentError(ContextError):
+    """The executors' Python cannot run zoo_lite's jobs: it does not start, lacks a package the job
+    needs (the environment did not travel with the job to a bare host), or is another version
+    than the driver's where Ray needs the same."""
+
+
+class EnvironmentPackingError(ZooLiteError):
+    """A Python environment could not be packed into an archive (:mod:`zoo_lite.env_packing`):
+    its packing library is missing, another process held the packing lock too long, or the
+    library failed; the message names the environment and the fix."""
 
 
 class InvalidArgumentError(ZooLiteError, ValueError):

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
+from zoo_lite.env_packing import check_penv_archive
 from zoo_lite.errors import ContextError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ class SparkSettings:
                     "container_image=None: cluster_mode='k8s-client' needs container_image='<image with "
                     "this Python environment>' (or conf['spark.kubernetes.container.image'])"
                 )
+        if self.penv_archive is not None:
+            check_penv_archive(self.penv_archive)
         if self.cluster_mode == "yarn-client":
             if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
                 raise ContextError(
@@ -500,7 +503,7 @@ def _python_daemon_conf(settings: SparkSettings) -> dict[str, str]:
         settings.cluster_mode == "standalone" and settings.master is None)
     python = (settings.conf.get("spark.pyspark.python") or settings.python_location or os.environ.get("PYSPARK_PYTHON")
               or sys.executable)
-    if not here or os.path.realpath(python) != os.path.realpath(sys.executable):
+    if not here or settings.penv_archive or os.path.realpath(python) != os.path.realpath(sys.executable):
         return {}
     return {PYTHON_DAEMON_MODULE: QUIET_DAEMON}
 
@@ -548,9 +551,6 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
         master = settings.master or "yarn"
         conf.update(_executor_conf(settings, int(cores)))
         conf["spark.submit.deployMode"] = "client"
-        if settings.penv_archive:
-            conf["spark.archives"] = f"{settings.penv_archive}#python_env"
-            conf["spark.pyspark.python"] = settings.python_location or "./python_env/bin/python"
     elif mode == "k8s-client":
         master = settings.master
         conf.update(_executor_conf(settings, int(cores)))
@@ -564,5 +564,33 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
         if settings.python_location is None:  # spark-submit's --conf decides the interpreters
             conf.pop("spark.pyspark.python")
             conf.pop("spark.pyspark.driver.python")
+    if mode in SHIPPING_MODES:
+        conf.update(shipped_environment_conf(settings))
     conf.update({str(k): str(v) for k, v in settings.conf.items()})
     return master, conf
+
+
+#: the modes whose executors take ``penv_archive``: in local mode the tasks run this machine's
+#: Python, and under spark-submit its ``--archives`` decides before zoo_lite runs
+SHIPPING_MODES = ("local-cluster", "standalone", "yarn-client", "k8s-client")
+#: where each executor unpacks ``penv_archive``, in its working directory
+SHIPPED_ENV_FOLDER = "python_env"
+
+
+def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
+    """``penv_archive`` as Spark ships it: unpacked as ``./python_env`` in each executor's working
+    directory (``spark.archives``), whose Python the executors run, unless ``python_location``
+    names another.
+
+    Examples
+    --------
+    >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077",
+    ...                                        penv_archive="hdfs:///envs/env.tar.gz"))
+    {'spark.archives': 'hdfs:///envs/env.tar.gz#python_env', 'spark.pyspark.python': './python_env/bin/python'}
+    >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077"))
+    {}
+    """
+    if not settings.penv_archive:
+        return {}
+    return {"spark.archives": f"{settings.penv_archive}#{SHIPPED_ENV_FOLDER}",
+            "spark.pyspark.python": settings.python_location or f"./{SHIPPED_ENV_FOLDER}/bin/python"}

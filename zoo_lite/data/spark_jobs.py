@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypeVar
 
 from zoo_lite.data.paths import missing_on_executor, missing_on_some_executor, this_host
 from zoo_lite.errors import ContextStoppedError, DataReadError, decode_remote_error
+from zoo_lite.executor_python import environment_error_of, failed_task_host
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -26,7 +27,6 @@ T = TypeVar("T")
 _SPARK_READ_ERRORS = ("FAILED_READ_FILE", "MALFORMED_RECORD_IN_PARSING", "FileNotFoundException")
 # the file Spark's reader did not find, and the executor that looked for it
 _MISSING_FILE = re.compile(r"(?:reading file|FileNotFoundException: File) (?:file:)?/*(/\S+?)\.? (?:File )?does not exist")
-_LOST_TASK_HOST = re.compile(r"Lost task [^(]*\(TID \d+\) \(([^ ()]+) executor")
 
 
 def ensure_alive(sc: "SparkContext") -> None:
@@ -80,6 +80,9 @@ def run_job(sc: "SparkContext", action: Callable[[], T]) -> T:
     ------
     ContextStoppedError
         ``sc`` is stopped, before or while the job runs.
+    ExecutorEnvironmentError
+        The executors' Python does not start, or lacks a module the job's function needs (the
+        environment did not travel to their hosts): see :mod:`zoo_lite.executor_python`.
     DataReadError
         Spark's own reader failed on an input file (malformed, or gone since it was listed).
     ZooLiteError
@@ -100,6 +103,9 @@ def run_job(sc: "SparkContext", action: Callable[[], T]) -> T:
         remote = decode_remote_error(str(error))
         if remote is None:
             ensure_alive(sc)
+            environment = environment_error_of(error, sc)
+            if environment is not None:
+                raise environment from None
             _raise_read_error_if_any(error)
             raise
         if remote.__cause__ is None:
@@ -129,7 +135,7 @@ def spark_read_errors(argument: str = "file_path") -> Iterator[None]:
 
 def _missing_on_executor(text: str, argument: str) -> Optional[str]:
     """The message for a file an executor did not find that the driver's host has."""
-    missing, lost_on = _MISSING_FILE.search(text), _LOST_TASK_HOST.search(text)
+    missing, lost_on = _MISSING_FILE.search(text), failed_task_host(text)
     if missing is None:
         return None
     path = missing.group(1)
@@ -137,7 +143,7 @@ def _missing_on_executor(text: str, argument: str) -> Optional[str]:
         return None
     if lost_on is None:   # Spark names the executor's address only when a job's stage failed
         return missing_on_some_executor(argument, path, this_host())
-    return missing_on_executor(argument, path, this_host(), lost_on.group(1))
+    return missing_on_executor(argument, path, this_host(), lost_on)
 
 
 def _raise_read_error_if_any(error: Exception, argument: str = "file_path") -> None:

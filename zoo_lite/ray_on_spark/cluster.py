@@ -31,6 +31,7 @@ from zoo_lite.errors import (
     ZooLiteError,
     decode_remote_error,
 )
+from zoo_lite.executor_python import JOB_MODULES, check_executor_pythons_once, environment_error_of
 from zoo_lite.ray_on_spark.lease import LeaseServer
 from zoo_lite.ray_on_spark.node_launch import (
     SKIPPED,
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["RayContext", "start_ray_on_spark", "alive_ray_nodes", "serve_active_ray_context", "executors_expected"]
 
 _LOCAL_HOST = "127.0.0.1"
+#: what a Ray node's launch and the data moving into Ray need on the executors
+RAY_NODE_MODULES = (*JOB_MODULES, "ray", "psutil")
 _STOP_TIMEOUT_S = 30.0
 _NAMESPACE = "zoo_lite"
 #: how often a wait for Spark to register an executor says that it still waits
@@ -485,6 +488,9 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, head_address: str, nu
             "can run at once; raise ray_start_timeout_s if the nodes are just slow"
         )
     if "error" in outcome:
+        environment = environment_error_of(outcome["error"], sc)
+        if environment is not None:
+            raise environment from outcome["error"]
         raise ClusterStartError(
             "the Spark job starting Ray failed: a launching task or its executor was lost (Spark does not "
             "retry a failed barrier stage); the nodes it had started are ended; call init_orca_context again "
@@ -571,6 +577,8 @@ def _start_on_executors(spark: "SparkSession", settings: RaySettings) -> RayCont
             f"num_ray_nodes={num_nodes} is more than the {executors} Spark executor(s) running; Ray on Spark starts "
             "one node per executor: lower num_ray_nodes, or raise num_nodes (spark.executor.instances)"
         )
+    # before any node starts: a Python without zoo_lite or Ray, or of another version, fails here at once
+    check_executor_pythons_once(spark.sparkContext, RAY_NODE_MODULES, same_version=True, purpose="Ray on Spark")
     executor_cores = cores_per_executor(spark, executors)
     cpus = settings.ray_node_cpu_cores or executor_cores
     driver_host = spark.sparkContext.getConf().get("spark.driver.host", _LOCAL_HOST)

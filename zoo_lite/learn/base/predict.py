@@ -78,7 +78,8 @@ class PredictRecipe:
     gives them for the rows a worker loaded (a runner's feed), when the feed shows them cheaply,
     else None: the Estimator keeps them for models that do not state theirs. ``strings`` says that
     the model takes string and array<string> feature columns (as object arrays of ``str``, which
-    Keras turns into string tensors); without it they are refused on the driver.
+    Keras turns into string tensors); without it they are refused on the driver. ``needs`` names
+    the framework's top-level modules, which the executors must have.
     """
 
     load: Callable[[bytes], Any]
@@ -87,6 +88,7 @@ class PredictRecipe:
     input_signature: Callable[[Any], Optional[InputSignature]] = no_input_signature
     strings: bool = False
     feed_signature: Callable[[Any], Optional[InputSignature]] = no_feed_signature
+    needs: tuple[str, ...] = ()
 
 
 def predict_in_batches(run_batch: Callable[[Any, list[np.ndarray]], list[np.ndarray]], model: Any,

@@ -46,6 +46,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError
+from zoo_lite.executor_python import environment_error_of
 from zoo_lite.learn.base.ports import free_port
 from zoo_lite.learn.base.spark_children import run_in_child
 from zoo_lite.learn.base.warm_up import runner_path
@@ -695,6 +696,9 @@ class SparkTaskGroup:
             return
         cause = self._job_error
         text = str(cause) if cause is not None else ""
+        environment = environment_error_of(cause, self._sc) if cause is not None else None
+        if environment is not None:   # the executors' Python lacks the environment: no retry helps
+            raise environment from None
         if "Traceback (most recent call last)" in text:   # Python code of a task raised (e.g. a module it cannot import)
             raise WorkerError(0, f"a task of the Spark barrier stage of backend='spark' failed during {what}: "
                                  f"{text.strip().splitlines()[-1][:500]}", text[-8000:])

@@ -213,4 +213,17 @@ def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int
     names = tuple(str(name) for name in features) if features else tuple(str(i) for i in range(len(shapes)))
     dtypes = [dtype for _, dtype in known] if known and len(known) == len(shapes) else [np.float32] * len(shapes)
     signature = _Signature(names, tuple(shapes), _probe_output_shapes(model, recipe, shapes, dtypes))
+    _check_executors_can_run(recipe)
     return ModelUDF(BroadcastModel(payload, recipe), signature, batch_size, names if features else None)
+
+
+def _check_executors_can_run(recipe: PredictRecipe) -> None:
+    """A query runs the UDF in the user's own job, where a missing environment shows as Spark's raw
+    error: the executors are asked first, once per context (:mod:`zoo_lite.executor_python`)."""
+    from pyspark import SparkContext
+
+    from zoo_lite.executor_python import JOB_MODULES, check_executor_pythons_once
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        check_executor_pythons_once(sc, (*JOB_MODULES, *recipe.needs), same_version=False, purpose="spark_udf")

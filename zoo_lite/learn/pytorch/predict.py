@@ -120,4 +120,4 @@ def saved_signature(saved: dict[str, Any]) -> Optional[InputSignature]:
 
 
 TORCH_PREDICT = PredictRecipe(load=_model_from_bytes, run=predict_arrays, set_threads=_set_threads,
-                              feed_signature=feed_signature)
+                              feed_signature=feed_signature, needs=("torch",))

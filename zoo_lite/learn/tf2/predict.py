@@ -147,10 +147,12 @@ def _own_model_from_payload(payload: bytes) -> Any:
 
 #: a saved file's model (``spark_udf(path)``): loaded under Keras' safe mode
 KERAS_PREDICT = PredictRecipe(load=_model_from_payload, run=predict_arrays, set_threads=_set_threads,
-                              input_signature=input_signature, strings=True, feed_signature=feed_signature)
+                              input_signature=input_signature, strings=True, feed_signature=feed_signature,
+                              needs=("keras", "tensorflow"))
 #: the Estimator's own model: loaded with Keras' safe mode off, so that Lambda layers load
 KERAS_OWN_MODEL_PREDICT = PredictRecipe(load=_own_model_from_payload, run=predict_arrays, set_threads=_set_threads,
-                                        input_signature=input_signature, strings=True, feed_signature=feed_signature)
+                                        input_signature=input_signature, strings=True, feed_signature=feed_signature,
+                                        needs=("keras", "tensorflow"))
 
 
 def _predictions_only(shard: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,119 @@
+"""``penv_archive``: the executors unpack the archive of a Python environment and run its Python,
+on every master that ships archives (here local-cluster; standalone and YARN take the same
+settings), and Ray on Spark's processes on the executors run from it too.
+
+The archive is a venv of the driver's own interpreter whose packages are this environment's
+(found through ``.pth`` files), so it is a few kilobytes: what is tested is the shipping, not the
+packing (the executors share this machine's folders)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from tests.environments import ROOT, make_venv, make_wheel, pip_install, venv_seeing_this_environment
+from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
+from zoo_lite.data import XShards
+from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
+
+def environment_archive(folder: Path) -> Path:
+    """A venv of this interpreter that sees this environment's packages, packed."""
+    venv = venv_seeing_this_environment(sys.base_prefix + "/bin/python3", folder / "env")
+    archive = folder / "env.tar.gz"
+    with tarfile.open(archive, "w:gz") as packed:
+        packed.add(venv, arcname=".")
+    return archive
+
+
+def test_the_executors_and_their_ray_processes_run_the_unpacked_environments_python(tmp_path) -> None:
+    stop_orca_context()
+    archive = environment_archive(tmp_path)
+    init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", init_ray_on_spark=True,
+                      penv_archive=str(archive))
+    try:
+        sc = OrcaContext.get_spark_context()
+        [executor_python] = sc.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+        shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
+        doubled = np.concatenate([shard["x"] for shard in shards.collect()])
+        [node] = OrcaContext.get_ray_context().nodes
+        watchdog = psutil.Process(node["watchdog_pid"])
+        pythons = [process.cmdline()[0] for process in [watchdog, *watchdog.children(recursive=True)]
+                   if process.cmdline() and "python" in Path(process.cmdline()[0]).name]
+    finally:
+        stop_orca_context()
+    assert executor_python.endswith("/python_env/bin/python") and executor_python.startswith("/"), executor_python
+    np.testing.assert_array_equal(doubled, [0, 2, 4, 6])
+    assert pythons and set(pythons) == {executor_python}, pythons   # the watchdog and the node's Python processes
+
+
+@pytest.mark.parametrize("mode, master", [("local-cluster", None), ("standalone", "spark://h:7077")])
+def test_penv_archive_is_unpacked_as_python_env_whose_python_the_executors_run(tmp_path, mode, master) -> None:
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(b"")
+    _, conf = spark_master_and_conf(SparkSettings(cluster_mode=mode, master=master, penv_archive=str(archive)))
+    assert conf["spark.archives"] == f"{archive}#python_env"
+    assert conf["spark.pyspark.python"] == "./python_env/bin/python"
+    assert "spark.python.daemon.module" not in conf   # zoo_lite's quiet daemon is for the driver's own Python
+    _, local = spark_master_and_conf(SparkSettings(cluster_mode="local", penv_archive=str(archive)))
+    assert "spark.archives" not in local and local["spark.pyspark.python"] == sys.executable   # local tasks run this Python
+
+
+@pytest.mark.parametrize("archive, complaint", [
+    ("env.tar.gz", r"no such file on the driver's host .*/env\.tar\.gz\); pack the environment first"),
+    ("env.whl", r"must name an archive of a Python environment \(\.tar\.gz, \.tgz, \.tar, \.zip, \.jar\)"),
+])
+def test_a_penv_archive_that_is_not_an_archive_file_is_refused_naming_it(archive, complaint) -> None:
+    with pytest.raises(InvalidArgumentError, match=rf"penv_archive='{archive}'.*{complaint}"):
+        SparkSettings(cluster_mode="local-cluster", penv_archive=archive)
+    SparkSettings(cluster_mode="standalone", master="spark://h:7077", penv_archive="hdfs:///envs/env.tar.gz")   # fetched by Spark
+
+
+#: a driver whose own environment is a tiny venv: zoo_lite and its packages come from this
+#: environment through PYTHONPATH, so that penv_archive="auto" packs only the tiny venv
+_AUTO_DRIVER = textwrap.dedent("""
+    import json, logging, sys
+    logging.basicConfig(level=logging.WARNING, format="LOG %(name)s %(message)s")
+    logging.getLogger("zoo_lite.env_packing").setLevel(logging.INFO)
+    from zoo_lite import init_orca_context, stop_orca_context
+    sc = init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", penv_archive="auto")
+    try:
+        archive = sc.getConf().get("spark.archives")
+        found = sc.parallelize([0], 1).map(lambda _: (__import__("sys").executable, __import__("tiny").VALUE)).collect()
+    finally:
+        stop_orca_context()
+    print("RESULT", json.dumps({"archive": archive, "found": found, "prefix": sys.prefix}))
+""")
+
+
+def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_process_reuses_it(tmp_path) -> None:
+    env = make_venv(tmp_path / "driver_env")
+    pip_install(env, str(make_wheel(tmp_path, "tiny")))
+    this_environment = os.pathsep.join([str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))])
+    variables = dict(os.environ, PYTHONPATH=this_environment, ZOO_LITE_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([str(env / "bin" / "python"), "-c", _AUTO_DRIVER], capture_output=True, text=True,
+                              timeout=300, env=variables, cwd=tmp_path)
+        [result] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")] or [done.stderr[-3000:]]
+        runs.append((json.loads(result.split(" ", 1)[1]), done.stderr))
+    (first, first_log), (second, second_log) = runs
+    assert first["prefix"] == str(env), first
+    [archive] = list((tmp_path / "cache").glob("driver_env-*.tar.gz"))
+    assert first["archive"] == second["archive"] == f"{archive}#python_env", (first, second)
+    for run in (first, second):
+        [(executor_python, tiny)] = run["found"]
+        assert executor_python.endswith("/python_env/bin/python") and tiny == "tiny 1.0", run
+    assert "LOG zoo_lite.env_packing packed" in first_log, first_log
+    assert "LOG zoo_lite.env_packing reused" in second_log and "LOG zoo_lite.env_packing packed" not in second_log, second_log
