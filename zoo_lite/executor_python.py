@@ -50,11 +50,11 @@ JOB_MODULES = ("zoo_lite", "numpy", "pandas", "pyarrow")
 
 #: the fix, said in every :class:`~zoo_lite.errors.ExecutorEnvironmentError` about a missing environment
 SHIP_THE_ENVIRONMENT = (
-    "ship this environment with the job: pack it (conda-pack or venv-pack) and pass "
-    "conf={'spark.archives': 'env.tar.gz#env', 'spark.pyspark.python': './env/bin/python'} to init_orca_context "
-    "(penv_archive='env.tar.gz' on YARN), or give spark-submit --archives env.tar.gz#env "
-    "--conf spark.pyspark.python=./env/bin/python; or install the same packages on every host "
-    "(docs/cluster.md, 'Shipping your environment')"
+    "ship this environment with the job: init_orca_context(..., penv_archive='auto') packs and ships it "
+    "(standalone, YARN, local-cluster; or penv_archive='env.tar.gz', an archive packed by conda-pack or venv-pack), "
+    "or pass conf={'spark.archives': 'env.tar.gz#env', 'spark.pyspark.python': './env/bin/python'}, or give "
+    "spark-submit --archives env.tar.gz#env --conf spark.pyspark.python=./env/bin/python; or install the same "
+    "packages on every host (docs/cluster.md, 'Shipping your environment')"
 )
 
 # Spark's text of a lost task: "Lost task 0.3 in stage 2.0 (TID 7) (10.0.0.2 executor 1): ..."
