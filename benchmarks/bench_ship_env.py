@@ -4,7 +4,7 @@ zoo_lite packs a venv (venv-pack2) or conda environment (conda-pack) into a cach
 (``zoo_lite.env_packing.pack_environment``) that ``init_orca_context(penv_archive=...)`` ships
 with ``spark.archives``. Two environments are measured:
 
-- E1, the project's own environment (``/work/main/.venv``: torch and TensorFlow, zoo_lite
+- E1, the project's own environment (the checkout's ``.venv``: torch and TensorFlow, zoo_lite
   installed editable); only read, never changed.
 - E2, a torch-only venv that this benchmark builds once and keeps outside any checkout
   (``--e2``, by default ``/var/tmp/zoo_lite-bench/torch_only_env``, reused when present): a venv
@@ -62,7 +62,7 @@ from _harness import (CpuWatch, Timing, command_line, heading, last_json, load_l
 
 #: the checkout measured: the one whose zoo_lite this process imports
 CHECKOUT = Path(__file__).resolve().parent.parent
-E1_PREFIX = Path("/work/main/.venv")
+E1_PREFIX = CHECKOUT / ".venv"
 E2_PREFIX = Path("/var/tmp/zoo_lite-bench/torch_only_env")
 #: what E2 holds besides pip: torch and zoo_lite's core requirements (setup.py's CORE), so that
 #: zoo_lite imports and runs there (pip then installs zoo_lite itself without its dependencies)
