@@ -4,9 +4,11 @@ need separate executor processes. No Spark, Ray or ML framework is ever mocked."
 from __future__ import annotations
 
 import glob
+import json
 import os
+import subprocess
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import psutil
 import pytest
@@ -132,6 +134,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     start = items.index(ours[0])
     rest = [item for item in items if here not in Path(str(item.fspath)).parents]
     items[:] = rest[:start] + ordered + rest[start:]
+
+
+def printed_result(done: "subprocess.CompletedProcess[str]") -> Any:
+    """The JSON value a child Python printed after ``RESULT `` (its one result line); a failure
+    that shows the child's exit status and the end of its stderr where it printed none."""
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert len(lines) == 1, f"the child printed {len(lines)} RESULT lines (exit status {done.returncode}):\n{done.stderr[-3000:]}"
+    return json.loads(lines[0].split(" ", 1)[1])
 
 
 def java_descendants() -> list[psutil.Process]:

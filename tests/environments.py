@@ -22,9 +22,14 @@ def venv_seeing_this_environment(python: str, folder: Path) -> Path:
     leads, through ``.pth`` files, to this environment's packages and the checkout; its prefix."""
     subprocess.run([python, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
     site_packages = next((folder / "lib").glob("python3.*")) / "site-packages"
-    (site_packages / "this_environment.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
-    (site_packages / "zoo_lite_checkout.pth").write_text(f"{ROOT}\n")
+    (site_packages / "this_environment.pth").write_text("\n".join(this_environments_paths()) + "\n")
     return folder
+
+
+def this_environments_paths() -> list[str]:
+    """Where this environment's packages and the checkout's zoo_lite are imported from: for
+    another Python's ``.pth`` file or ``PYTHONPATH``."""
+    return [*(path for path in sys.path if path.endswith("site-packages")), str(ROOT)]
 
 
 def make_venv(folder: Path) -> Path:

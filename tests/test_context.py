@@ -3,7 +3,6 @@ the loopback standalone cluster's processes, and what happens to them when the d
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import gateway_pids, java_descendants
+from tests.conftest import gateway_pids, java_descendants, printed_result
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.errors import ClusterStartError, ContextError, ContextStoppedError, InvalidArgumentError
 from zoo_lite.spark_settings import RaySettings, drop_executors, registered_executor_hosts, registered_executors
@@ -312,8 +311,7 @@ def test_a_second_context_in_a_process_gets_its_own_settings_not_the_first_ones(
     ))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
                             env=dict(os.environ, PYTHONPATH=str(REPO)))
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")] or [result.stderr[-3000:]]
-    first, second, third = json.loads(line.split(" ", 1)[1])
+    first, second, third = printed_result(result)
     assert first["spark.zoo.first"] == "yes" and first["spark.python.daemon.module"] == "zoo_lite.spark_daemon", first
     # the second context's workers run another Python, without zoo_lite: no quiet daemon, nothing of the first conf
     assert second == {"spark.zoo.first": None, "spark.python.daemon.module": None,

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.environments import BASE_PYTHON, make_venv, make_wheel, pip_install
+from tests.environments import BASE_PYTHON, ROOT, make_venv, make_wheel, pip_install
 from zoo_lite.env_packing import archive_path, environment_fingerprint, pack_environment, resolve_penv_archive
 from zoo_lite.errors import EnvironmentPackingError, InvalidArgumentError
 
-ROOT = Path(__file__).resolve().parents[1]
 THIS_SITE_PACKAGES = sysconfig.get_paths()["purelib"]
 LOGGER = "zoo_lite.env_packing"
 

@@ -8,7 +8,6 @@ packing (the executors share this machine's folders)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,8 @@ import numpy as np
 import psutil
 import pytest
 
-from tests.environments import ROOT, make_venv, make_wheel, pip_install, venv_seeing_this_environment
+from tests.conftest import printed_result
+from tests.environments import ROOT, make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.errors import InvalidArgumentError
@@ -101,14 +101,13 @@ _AUTO_DRIVER = textwrap.dedent("""
 def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_process_reuses_it(tmp_path) -> None:
     env = make_venv(tmp_path / "driver_env")
     pip_install(env, str(make_wheel(tmp_path, "tiny")))
-    this_environment = os.pathsep.join([str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))])
-    variables = dict(os.environ, PYTHONPATH=this_environment, ZOO_LITE_CACHE_DIR=str(tmp_path / "cache"))
+    variables = dict(os.environ, PYTHONPATH=os.pathsep.join(this_environments_paths()),
+                     ZOO_LITE_CACHE_DIR=str(tmp_path / "cache"))
     runs = []
     for _ in range(2):
         done = subprocess.run([str(env / "bin" / "python"), "-c", _AUTO_DRIVER], capture_output=True, text=True,
                               timeout=300, env=variables, cwd=tmp_path)
-        [result] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")] or [done.stderr[-3000:]]
-        runs.append((json.loads(result.split(" ", 1)[1]), done.stderr))
+        runs.append((printed_result(done), done.stderr))
     (first, first_log), (second, second_log) = runs
     assert first["prefix"] == str(env), first
     [archive] = list((tmp_path / "cache").glob("driver_env-*.tar.gz"))
@@ -152,8 +151,7 @@ def test_spark_submit_with_archives_runs_the_executors_on_the_unpacked_environme
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
     finally:
         cluster.stop()
-    [result] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")] or [done.stderr[-3000:]]
-    found = json.loads(result.split(" ", 1)[1])
+    found = printed_result(done)
     [executor_python] = found["pythons"]
     assert executor_python.endswith("/env/bin/python") and executor_python.startswith("/"), found
     assert found["total"] == 12 and found["driver"] == sys.executable, found
