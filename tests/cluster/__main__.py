@@ -1,7 +1,8 @@
 """``python -m tests.cluster up|down|run|status``: the simulated multi-host cluster, by hand.
 
-- ``up [--workers N] [--hosts-style cluster|debian|none] [--cores C] [--memory M]``: make the
-  hosts and start Spark standalone on them; prints the master URL and how to run things.
+- ``up [--workers N] [--hosts-style cluster|debian|none] [--cores C] [--memory M] [--bare]``: make
+  the hosts and start Spark standalone on them; prints the master URL and how to run things. With
+  ``--bare`` the worker hosts see neither the checkout nor its venv (:mod:`tests.cluster.bare`).
 - ``run HOST COMMAND...``: run a command on a host (in its namespaces, from the checkout), with
   that host's environment (``SPARK_LOCAL_IP`` set to its address).
 - ``status``: the hosts, their addresses and what runs on each.
@@ -30,7 +31,8 @@ def _up(args: argparse.Namespace) -> int:
         print(f"a cluster is already up in {args.folder}; run `down` first", file=sys.stderr)
         return 1
     cluster = SimulatedCluster.up(args.folder, worker_hosts=args.workers, hosts_style=args.hosts_style,
-                                  cores_per_worker=args.cores, worker_memory=args.memory, owned=False)
+                                  cores_per_worker=args.cores, worker_memory=args.memory, owned=False,
+                                  bare=args.bare)
     print(f"master: {cluster.master_url}")
     for name, host in cluster.hosts.items():
         print(f"  {name:<8} {host.address}")
@@ -84,6 +86,7 @@ def main(argv: list[str]) -> int:
     up.add_argument("--hosts-style", choices=["cluster", "debian", "none"], default="cluster")
     up.add_argument("--cores", type=int, default=1)
     up.add_argument("--memory", default="3g")
+    up.add_argument("--bare", action="store_true", help="bare worker hosts: no checkout, no venv, the system's Python")
     run = commands.add_parser("run")
     run.add_argument("host")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND")

@@ -65,7 +65,7 @@ class Agent:
     """The test process's handle on an agent running on ``host`` of ``cluster``."""
 
     def __init__(self, cluster: Any, host: str, name: str, env: Optional[Mapping[str, str]] = None,
-                 cwd: Optional[str] = None) -> None:
+                 cwd: Optional[str] = None, python: Optional[str] = None) -> None:
         self.cluster, self.host = cluster, host
         self.socket_path = str(cluster.folder / f"{name}.sock")
         self.log = cluster.logs / f"{name}.log"
@@ -73,7 +73,7 @@ class Agent:
         for stale in (Path(self.socket_path), self.log):
             stale.unlink(missing_ok=True)
         self.process = cluster.hosts[host].popen(
-            [sys.executable, "-m", "tests.cluster.agent", self.socket_path],
+            [python or cluster.python(host), "-m", "tests.cluster.agent", self.socket_path],
             env=cluster.environment(host, {**(env or {}), _AUTHKEY_ENV: key}),
             cwd=cwd or str(_ROOT), log=self.log)
         self.connection = self._connect(key.encode())

@@ -154,17 +154,21 @@ def make_bridge(netns: str) -> None:
 
 
 # the holder: own /tmp and /dev/shm (the machine's folders below /tmp that every host must see, such
-# as a checkout cloned into /tmp, are moved back in through an anchor outside /tmp), own
-# /etc/hosts, own host name; then it waits to be killed
+# as a checkout cloned into /tmp, are moved back in through an anchor outside /tmp), the hidden
+# folders covered by an empty read-only tmpfs (``:``-separated), own /etc/hosts, own host name;
+# then it waits to be killed
 _HOLDER = r"""
 set -e
-hosts_file=$1; name=$2; anchors=$3; shift 3
+hosts_file=$1; name=$2; anchors=$3; hidden=$4; shift 4
 i=0
 for kept in "$@"; do mount --bind "$kept" "$anchors/$i"; i=$((i + 1)); done
 mount -t tmpfs -o mode=1777 zl-tmp /tmp
 mount -t tmpfs -o mode=1777 zl-shm /dev/shm
 i=0
 for kept in "$@"; do mkdir -p "$kept"; mount --move "$anchors/$i" "$kept"; i=$((i + 1)); done
+IFS=:
+for folder in $hidden; do mount -t tmpfs -o ro,size=4k,mode=755 zl-hidden "$folder"; done
+unset IFS
 mount --bind "$hosts_file" /etc/hosts
 hostname "$name"
 echo ready
@@ -196,9 +200,14 @@ def set_link(bridge_netns: str, hostname: str, up: bool) -> None:
     _ip("link", "set", bridge_port(hostname), "up" if up else "down", namespace=bridge_netns)
 
 
-def start_host(spec: HostSpec, bridge_netns: str, anchors: str, kept: Sequence[str] = ()) -> Host:
+def start_host(spec: HostSpec, bridge_netns: str, anchors: str, kept: Sequence[str] = (),
+               hidden: Sequence[str] = ()) -> Host:
     """Create ``spec``'s network namespace, wire it to the bridge, and start its holder; ``kept``
-    folders below ``/tmp`` stay visible on the host, through empty folders made in ``anchors``."""
+    folders below ``/tmp`` stay visible on the host, through empty folders made in ``anchors``;
+    ``hidden`` folders (outside ``/tmp``, whose own copy on the host is empty anyway) look empty
+    and read-only there, as on a host whose image does not hold them."""
+    if any(":" in folder or folder.startswith("/tmp/") for folder in hidden):
+        raise ValueError(f"hidden={list(hidden)}: give folders outside /tmp, without ':'")
     for index in range(len(kept)):
         os.makedirs(os.path.join(anchors, str(index)), exist_ok=True)
     _ip("netns", "add", spec.netns)
@@ -210,7 +219,7 @@ def start_host(spec: HostSpec, bridge_netns: str, anchors: str, kept: Sequence[s
     _ip("link", "set", "eth0", "up", namespace=spec.netns)
     holder = subprocess.Popen(
         ["ip", "netns", "exec", spec.netns, "unshare", "--uts", "--mount", "--propagation", "private",
-         "sh", "-c", _HOLDER, "holder", spec.hosts_file, spec.hostname, anchors, *kept],
+         "sh", "-c", _HOLDER, "holder", spec.hosts_file, spec.hostname, anchors, ":".join(hidden), *kept],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
     line = _read_line(holder, _READY_TIMEOUT_S)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
 
+from tests.cluster import bare as bare_hosts
 from tests.cluster.namespaces import (Host, HostSpec, end_host, end_processes, hosts_file, kept_below_tmp, make_bridge,
                                       namespaces_with_prefix, pids_in_namespace, remove_namespace, set_link, start_host)
 from tests.jvm_settings import suite_jvm_environment
@@ -104,6 +105,9 @@ class SimulatedCluster:
     daemons: list[Daemon] = field(default_factory=list)
     cores_per_worker: int = 1
     worker_memory: str = "2g"
+    #: the worker hosts are bare (:mod:`tests.cluster.bare`): Java, a Spark of their own and the
+    #: system's Python, without the checkout or its environment; the driver runs a venv of that Python
+    bare: bool = False
 
     # -- layout ----------------------------------------------------------------------------------
 
@@ -124,13 +128,38 @@ class SimulatedCluster:
     def logs(self) -> Path:
         return self.folder / "logs"
 
+    def is_bare(self, host: str) -> bool:
+        """Whether ``host`` is a bare worker host (see :attr:`bare`)."""
+        return self.bare and host != "driver"
+
+    def python(self, host: str) -> str:
+        """The Python that ``host`` runs: this one, or on a bare cluster the system's (worker hosts)
+        and a venv of it holding this environment's packages (the driver host)."""
+        if not self.bare:
+            return VENV_PYTHON
+        if self.is_bare(host):
+            return bare_hosts.SYSTEM_PYTHON
+        return str(bare_hosts.driver_environment() / "bin" / "python")
+
+    def spark_home(self, host: str) -> str:
+        """The Spark installation that ``host``'s daemons run: pyspark's, or a bare host's own."""
+        from zoo_lite.standalone import spark_home
+
+        return str(bare_hosts.spark_installation()) if self.is_bare(host) else spark_home()
+
     def environment(self, host: str, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
         """The environment of a process started on ``host``: this one's, less what belongs to this
         process's own Spark and Ray but the suite's JVM settings, with ``SPARK_LOCAL_IP`` set to
-        the host's address (as a cluster's ``spark-env.sh`` sets it)."""
+        the host's address (as a cluster's ``spark-env.sh`` sets it). A bare host's ``PATH`` names
+        nothing it cannot see, and its Spark reads its own ``conf/``."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_INHERITED)}
         env.update(suite_jvm_environment())
-        env.update(SPARK_LOCAL_IP=self.hosts[host].address, PYSPARK_PYTHON=VENV_PYTHON)
+        env.update(SPARK_LOCAL_IP=self.hosts[host].address, PYSPARK_PYTHON=self.python(host))
+        if self.is_bare(host):
+            hidden = bare_hosts.hidden_on_bare_hosts()
+            env["PATH"] = os.pathsep.join(entry for entry in env.get("PATH", "").split(os.pathsep)
+                                          if not any(entry == h or entry.startswith(h + "/") for h in hidden))
+            env.update(SPARK_HOME=self.spark_home(host), SPARK_CONF_DIR=str(Path(self.spark_home(host)) / "conf"))
         env.update(extra or {})
         return env
 
@@ -138,8 +167,9 @@ class SimulatedCluster:
 
     @classmethod
     def up(cls, folder: Path, worker_hosts: int = 2, hosts_style: str = "cluster", cores_per_worker: int = 1,
-           worker_memory: str = "2g", owned: bool = True) -> "SimulatedCluster":
+           worker_memory: str = "2g", owned: bool = True, bare: bool = False) -> "SimulatedCluster":
         """Make the hosts and start the Spark master and workers; on any failure, end what started.
+        With ``bare``, the worker hosts are bare (see :attr:`SimulatedCluster.bare`).
 
         An ``owned`` cluster's namespaces carry this process's PID, so that a later run removes
         them once this process is gone (a test session killed before its teardown); one made by
@@ -150,7 +180,8 @@ class SimulatedCluster:
             (folder / sub).mkdir(exist_ok=True)
         owner = os.getpid() if owned else "m"
         prefix = f"{NAMESPACE_PREFIX}{owner}-{folder.name[-6:]}-"
-        cluster = cls(folder, prefix, hosts_style, cores_per_worker=cores_per_worker, worker_memory=worker_memory)
+        cluster = cls(folder, prefix, hosts_style, cores_per_worker=cores_per_worker, worker_memory=worker_memory,
+                      bare=bare)
         try:
             cluster.save()   # first, so that a reaper finds the namespaces' prefix whatever happens next
             cluster._make_hosts(worker_hosts)
@@ -173,15 +204,16 @@ class SimulatedCluster:
         # the software every host runs: the checkout, its venv and the interpreter it links to
         kept = kept_below_tmp([str(ROOT), sys.prefix, sys.base_prefix])
         for spec in specs:
-            self.hosts[spec.hostname] = start_host(spec, self.bridge_netns, str(self.folder / "anchors" / spec.hostname), kept)
+            bare_host = self.is_bare(spec.hostname)
+            self.hosts[spec.hostname] = start_host(spec, self.bridge_netns, str(self.folder / "anchors" / spec.hostname),
+                                                   () if bare_host else kept,
+                                                   bare_hosts.hidden_on_bare_hosts() if bare_host else ())
 
     def _spark_class(self, host: str, role: str, main_class: str, args: Sequence[str]) -> Daemon:
-        from zoo_lite.standalone import spark_home
-
         log = self.logs / f"{host}-{role}.log"
         env = self.environment(host, {"SPARK_LOG_DIR": str(self.logs), "SPARK_NO_DAEMONIZE": "1"})
-        process = self.hosts[host].popen([str(Path(spark_home()) / "bin" / "spark-class"), main_class, *args], env=env,
-                                         log=log, start_new_session=True)
+        process = self.hosts[host].popen([str(Path(self.spark_home(host)) / "bin" / "spark-class"), main_class, *args],
+                                         env=env, log=log, start_new_session=True, cwd="/")
         daemon = Daemon(host, role, process.pid, str(log))
         self.daemons.append(daemon)
         return daemon
@@ -194,7 +226,7 @@ class SimulatedCluster:
         for host in self.workers:
             self._spark_class(host.name, "worker", "org.apache.spark.deploy.worker.Worker",
                               ["--host", host.address, "--cores", str(self.cores_per_worker), "--memory", self.worker_memory,
-                               "--webui-port", "8081", "--work-dir", "/tmp/spark-work", self.master_url])
+                               "--webui-port", "8081", "--work-dir", self.work_dir(host.name), self.master_url])
         self._wait_for_workers(master, len(self.workers))
 
     def _wait_for_workers(self, master: Daemon, count: int) -> None:
@@ -211,6 +243,12 @@ class SimulatedCluster:
                     f"{'exited' if dead else f'saw {registered} of {count} workers within {_START_TIMEOUT_S:.0f} s'}; "
                     f"its log {culprit.log}:\n{_tail(Path(culprit.log))}")
             time.sleep(0.2)
+
+    def work_dir(self, host: str) -> str:
+        """Where ``host``'s Spark worker puts its applications' folders (fetched files, unpacked
+        archives): its own ``/tmp``, or on a bare host a folder on disk (an unpacked environment
+        in memory, per host, would crowd this machine)."""
+        return str(self.folder / "work" / host) if self.is_bare(host) else "/tmp/spark-work"
 
     def down(self) -> list[str]:
         """Stop the Spark daemons, end every process on every host (by PID), delete the namespaces.
@@ -252,7 +290,8 @@ class SimulatedCluster:
     def run(self, host: str, argv: Sequence[str], env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
             timeout_s: float = 300.0) -> subprocess.CompletedProcess:
         """Run ``argv`` on ``host`` to its end, with the host's environment (plus ``env``)."""
-        return self.hosts[host].run(argv, self.environment(host, env), cwd or str(ROOT), timeout_s)
+        where = cwd or ("/" if self.is_bare(host) else str(ROOT))
+        return self.hosts[host].run(argv, self.environment(host, env), where, timeout_s)
 
     def processes(self, host: str) -> list[str]:
         """``pid command`` of every process on ``host`` but its holder and the Spark daemons."""
@@ -276,6 +315,14 @@ class SimulatedCluster:
         found += [f"autograph file /tmp/{name}" for name in self.files(host, "/tmp", "__autograph_generated_file*")]
         return found
 
+    def leftovers_after(self, host: str, allowed_processes: Sequence[int] = (), timeout_s: float = 60.0) -> list[str]:
+        """:meth:`leftovers` once they are gone, or when ``timeout_s`` has passed (the Spark workers
+        end an ended application's executors, and their processes, in their own time)."""
+        deadline = time.monotonic() + timeout_s
+        while (left := self.leftovers(host, allowed_processes)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return left
+
     def files(self, host: str, folder: str, pattern: str = "*") -> list[str]:
         """The entries of ``folder`` on ``host`` (its own ``/tmp`` or ``/dev/shm``) that match ``pattern``."""
         seen = self.hosts[host].path(folder)
@@ -290,7 +337,7 @@ class SimulatedCluster:
     def save(self) -> None:
         state = {"folder": str(self.folder), "namespace_prefix": self.namespace_prefix, "hosts_style": self.hosts_style,
                  "bridge_netns": self.bridge_netns, "master_url": self.master_url,
-                 "cores_per_worker": self.cores_per_worker, "worker_memory": self.worker_memory,
+                 "cores_per_worker": self.cores_per_worker, "worker_memory": self.worker_memory, "bare": self.bare,
                  "hosts": {name: host.to_dict() for name, host in self.hosts.items()},
                  "daemons": [vars(daemon) for daemon in self.daemons]}
         self.state_file.write_text(json.dumps(state, indent=1))
@@ -301,7 +348,7 @@ class SimulatedCluster:
         return cls(Path(state["folder"]), state["namespace_prefix"], state["hosts_style"],
                    {name: Host.from_dict(host) for name, host in state["hosts"].items()}, state["bridge_netns"],
                    state["master_url"], [Daemon(**daemon) for daemon in state["daemons"]], state["cores_per_worker"],
-                   state["worker_memory"])
+                   state["worker_memory"], state.get("bare", False))
 
 
 def _sockets_below(folder: Path) -> list[str]:

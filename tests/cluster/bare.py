@@ -1,0 +1,164 @@
+"""What bare worker hosts hold, and the driver's environment that matches them.
+
+A worker host of a real cluster has Java, a Spark installation and the system's Python; the user's
+packages arrive with the job (``penv_archive=``, ``spark.archives``). A simulated bare host is made
+by hiding, in its mount namespace, the checkout, this environment and the interpreter it was made
+from (:func:`hidden_on_bare_hosts`), and by running Spark from an installation of its own
+(:func:`spark_installation`, a hard-linked copy of the pinned pyspark's Spark, as a host's image
+would hold it).
+
+The executors then run the system's Python (Debian's 3.11.2 here), while this environment was made
+by pyenv's 3.11.7; Ray refuses to join processes of two patch versions. So the driver of the
+bare-host tests runs :func:`driver_environment`: a venv of the system's Python whose
+site-packages are this environment's, hard-linked (no download, no copy). It is built once per set
+of installed distributions and kept outside the checkout, in :data:`ENVIRONMENTS`, with the
+archives that zoo_lite packs of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Optional
+
+__all__ = ["SYSTEM_PYTHON", "ENVIRONMENTS", "ARCHIVES", "why_no_bare_hosts", "hidden_on_bare_hosts", "spark_installation",
+           "driver_environment"]
+
+#: the bare hosts' Python, as the machine's image installs it
+SYSTEM_PYTHON = "/usr/bin/python3"
+#: where the driver's environment and Spark's copy are kept between runs (outside any checkout)
+ENVIRONMENTS = Path("/var/tmp/zoo_lite-test-envs")
+#: where zoo_lite packs the driver's environment for these tests (``ZOO_LITE_CACHE_DIR``)
+ARCHIVES = ENVIRONMENTS / "archives"
+_ROOT = Path(__file__).resolve().parents[2]
+_TIMEOUT_S = 600.0
+
+
+def _system_python_facts() -> Optional[str]:
+    """The system Python's ``major.minor.micro``, or None when it is missing or cannot make a venv."""
+    if not os.path.exists(SYSTEM_PYTHON):
+        return None
+    done = subprocess.run([SYSTEM_PYTHON, "-c", "import platform, venv; print(platform.python_version())"],
+                          capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def why_no_bare_hosts() -> Optional[str]:
+    """Why bare hosts cannot be simulated here, or None when they can: they need a system Python of
+    this Python's minor version (its wheels must load there) that has no numpy of its own."""
+    version = _system_python_facts()
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if version is None:
+        return f"bare hosts need a system Python at {SYSTEM_PYTHON} with its venv module (apt install python3-venv)"
+    if not version.startswith(ours + "."):
+        return f"the system Python is {version}, this environment's is {ours}: their wheels differ"
+    if subprocess.run([SYSTEM_PYTHON, "-c", "import numpy"], capture_output=True, timeout=60).returncode == 0:
+        return f"{SYSTEM_PYTHON} imports numpy: it is not a bare Python"
+    return None
+
+
+def hidden_on_bare_hosts() -> list[str]:
+    """The folders a bare host must not see: the checkout, this environment, the interpreter it was
+    made from, and the bare-host driver's environments (those below ``/tmp`` are hidden already)."""
+    base = Path(sys.base_prefix).resolve()
+    pyenv = next((parent for parent in base.parents if parent.name == ".pyenv"), base)
+    folders = {str(_ROOT), str(Path(sys.prefix).resolve()), str(pyenv), str(ENVIRONMENTS / "drivers")}
+    if str(base).startswith("/usr"):   # a system interpreter is what the bare hosts run
+        folders -= {str(base), str(pyenv)}
+    outermost = sorted(folder for folder in folders if not folder.startswith("/tmp/") and os.path.isdir(folder))
+    return [folder for folder in outermost if not any(folder.startswith(other + "/") for other in outermost)]
+
+
+def _build_atomically(target: Path, build) -> Path:
+    """``build(folder)`` into a new folder beside ``target``, renamed into place when it is done
+    (a run killed half-way leaves no half-built ``target``); other builds of that kind are removed."""
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        build(partial)
+        os.rename(partial, target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    kind = target.name.split("-")[0]
+    for other in target.parent.glob(f"{kind}-*"):
+        if other != target and ".partial-" not in other.name:
+            shutil.rmtree(other, ignore_errors=True)
+    return target
+
+
+def spark_installation() -> Path:
+    """The bare hosts' Spark: the pinned pyspark's Spark folder, hard-linked into :data:`ENVIRONMENTS`,
+    with the suite's ``spark-defaults.conf`` in its ``conf/``."""
+    import pyspark
+
+    from tests.jvm_settings import SPARK_CONF_DIR
+    from zoo_lite.standalone import spark_home
+
+    def build(folder: Path) -> None:
+        subprocess.run(["cp", "-al", spark_home(), str(folder)], check=True, timeout=_TIMEOUT_S)
+        shutil.rmtree(folder / "conf", ignore_errors=True)
+        shutil.copytree(SPARK_CONF_DIR, folder / "conf")
+
+    return _build_atomically(ENVIRONMENTS / f"spark-{pyspark.__version__}", build)
+
+
+def _site_packages(prefix: Path) -> Path:
+    return Path(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
+
+
+def _environment_key(site_packages: Path, system_version: str) -> str:
+    """What the driver's environment is made of: the system Python's version, the installed
+    distributions and where the editable ones point (their import machinery's text)."""
+    digest = hashlib.sha256(system_version.encode())
+    for entry in sorted(os.listdir(site_packages)):
+        if entry.endswith((".dist-info", ".egg-info")):
+            digest.update(entry.encode())
+        elif entry.startswith("__editable__"):
+            digest.update((site_packages / entry).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _copy_scripts(source_bin: Path, target_bin: Path, python: Path) -> None:
+    """This environment's console scripts into ``target_bin``, their ``#!`` naming ``python``."""
+    ours = f"#!{source_bin}/python"
+    for script in source_bin.iterdir():
+        if not script.is_file() or (target_bin / script.name).exists():
+            continue
+        with open(script, "rb") as file:
+            first = file.readline()
+        if not first.startswith(ours.encode()):
+            continue
+        text = script.read_bytes().replace(first, f"#!{python}\n".encode(), 1)
+        (target_bin / script.name).write_bytes(text)
+        (target_bin / script.name).chmod(0o755)
+
+
+def driver_environment() -> Path:
+    """The prefix of a venv of :data:`SYSTEM_PYTHON` holding this environment's distributions
+    (hard-linked; the editable zoo_lite still imports from the checkout), built once per set of
+    distributions. Raises ``RuntimeError`` with the reason when bare hosts cannot be simulated."""
+    why = why_no_bare_hosts()
+    if why is not None:
+        raise RuntimeError(why)
+    source = _site_packages(Path(sys.prefix))
+    version = _system_python_facts() or ""
+    target = ENVIRONMENTS / "drivers" / f"driver-{_environment_key(source, version)}"
+
+    def build(folder: Path) -> None:
+        subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=_TIMEOUT_S)
+        site_packages = folder / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        shutil.rmtree(site_packages)
+        subprocess.run(["cp", "-al", str(source), str(site_packages)], check=True, timeout=_TIMEOUT_S)
+        _copy_scripts(Path(sys.prefix) / "bin", folder / "bin", target / "bin" / "python")
+        subprocess.run([str(folder / "bin" / "python"), "-c", "import zoo_lite, numpy, torch, pyspark"], check=True,
+                       timeout=_TIMEOUT_S, cwd="/")
+
+    return _build_atomically(target, build)
