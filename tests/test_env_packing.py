@@ -76,6 +76,18 @@ def test_a_packed_venv_unpacks_elsewhere_into_a_python_that_imports_its_packages
     assert "\r" not in out and "Completed" not in out, out   # no progress bar where stdout is no terminal
 
 
+def test_sparks_jars_and_c_headers_stay_out_of_the_archive_and_the_packages_python_code_goes_in(tiny_venv, tmp_path):
+    site = tiny_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    for name in ("pyspark/__init__.py", "pyspark/jars/spark-core.jar", "torch/include/ATen.h", "torch/__init__.py",
+                 "tensorflow/include/tf.h", "pyarrow/include/arrow.h", "mylib/include/kept.h"):
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text("x")
+    with tarfile.open(pack_environment(tiny_venv, cache_dir=tmp_path / "cache", progress=False)) as packed:
+        members = {name.split("site-packages/", 1)[1] for name in packed.getnames() if "site-packages/" in name}
+    assert {"pyspark/__init__.py", "torch/__init__.py", "mylib/include/kept.h", "tiny/__init__.py"} <= members, members
+    assert not [name for name in members if "/jars/" in name or name.split("/")[0] != "mylib" and "/include/" in name], members
+
+
 def test_an_unchanged_environment_is_packed_once_and_its_archive_reused(tiny_venv, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
     archive = pack_environment(tiny_venv, cache_dir=tmp_path / "cache", progress=False)

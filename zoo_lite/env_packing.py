@@ -31,6 +31,11 @@ What is left out, and why that is safe
 - ``pyspark/work``: the scratch folders of applications that a standalone Spark worker started
   from this environment's pyspark left behind (its default ``SPARK_WORKER_DIR``); no part of
   any package.
+- ``pyspark/jars``: the Java side of the pip package's Spark (about 460 MB). A cluster's hosts run
+  their own Spark's JVMs, whose Python workers import only pyspark's Python code; a driver started
+  by YARN or Kubernetes in cluster deploy mode joins the JVM its cluster manager started.
+- ``include`` folders of tensorflow, torch and pyarrow: C and C++ headers (about 350 MB), read only
+  when an extension is compiled against these libraries, never when they run.
 - What the libraries leave out themselves: venv-pack2 writes its own relocatable ``bin/activate``
   scripts in place of the venv's; conda-pack leaves out ``conda``, ``activate`` and
   ``deactivate`` scripts that conda put into the environment and adds ``bin/conda-unpack``.
@@ -82,7 +87,7 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".jar")
 #: names the cache folder of packed environments (else ``~/.cache/zoo_lite/environments``)
 CACHE_DIR_VARIABLE = "ZOO_LITE_CACHE_DIR"
 #: part of every fingerprint: changing what goes into an archive must not reuse older archives
-_PACKING_VERSION = "1"
+_PACKING_VERSION = "2"
 #: gzip level: the libraries' default; higher levels take much longer for a few percent less,
 #: as most of an environment's bytes are compiled libraries
 _COMPRESS_LEVEL = 4
@@ -99,6 +104,8 @@ _NOT_PACKED_DIRS = ("__pycache__",)
 _EDITABLE_MACHINERY = "__editable__*"
 #: Spark standalone's default SPARK_WORKER_DIR, in pyspark's folder: applications' scratch files
 _SPARK_WORK_DIR = "pyspark/work/*"
+#: what only the driver's own Spark or a compiler reads, in site-packages (see the module's text)
+_NOT_NEEDED_TO_RUN = ("pyspark/jars/*", "tensorflow/include/*", "torch/include/*", "pyarrow/include/*")
 #: the library that packs each kind of environment: import name, what to pip install
 _PACKERS = {"venv": ("venv_pack", "venv-pack2==0.9.2"), "conda": ("conda_pack", "conda-pack==0.9.2")}
 
@@ -339,7 +346,8 @@ def _import_packer(kind: str, prefix: Path) -> Any:
 def _left_out(env: _Environment) -> list[str]:
     """Patterns (of a path relative to the environment) of the files not packed; see the module's text."""
     site = env.site_packages.relative_to(env.prefix).as_posix()
-    return [_BYTECODE_CACHES, f"{site}/{_EDITABLE_MACHINERY}", f"{site}/{_SPARK_WORK_DIR}"]
+    return [_BYTECODE_CACHES, f"{site}/{_EDITABLE_MACHINERY}", f"{site}/{_SPARK_WORK_DIR}",
+            *(f"{site}/{pattern}" for pattern in _NOT_NEEDED_TO_RUN)]
 
 
 def _editable_records(env: _Environment, make_file: Any) -> list[Any]:
