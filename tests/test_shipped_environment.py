@@ -1,6 +1,7 @@
 """``penv_archive``: the executors unpack the archive of a Python environment and run its Python,
 on every master that ships archives (here local-cluster; standalone and YARN take the same
-settings), and Ray on Spark's processes on the executors run from it too.
+settings), and Ray on Spark's processes on the executors run from it too. On bare hosts, and
+through spark-submit ``--archives``: ``tests/bare_hosts``.
 
 The archive is a venv of the driver's own interpreter whose packages are this environment's
 (found through ``.pth`` files), so it is a few kilobytes: what is tested is the shipping, not the
@@ -20,12 +21,13 @@ import psutil
 import pytest
 
 from tests.conftest import printed_result
-from tests.environments import ROOT, make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
+from tests.environments import make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
+from zoo_lite.env_packing import CACHE_DIR_VARIABLE
 from zoo_lite.errors import InvalidArgumentError
+from zoo_lite.host_unpack import HOST_ENVS_FOLDER, LAUNCHERS_FOLDER, environment_key
 from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
-from zoo_lite.standalone import LoopbackStandaloneCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
 
@@ -54,19 +56,36 @@ def test_the_executors_and_their_ray_processes_run_the_unpacked_environments_pyt
                    if process.cmdline() and "python" in Path(process.cmdline()[0]).name]
     finally:
         stop_orca_context()
-    assert executor_python.endswith("/python_env/bin/python") and executor_python.startswith("/"), executor_python
+    # unpacked once for the host, in the Spark worker's work folder (zoo_lite.host_unpack)
+    assert executor_python.startswith("/") and executor_python.endswith("/bin/python"), executor_python
+    assert Path(executor_python).parent.parent.parent.name == HOST_ENVS_FOLDER, executor_python
     np.testing.assert_array_equal(doubled, [0, 2, 4, 6])
     assert pythons and set(pythons) == {executor_python}, pythons   # the watchdog and the node's Python processes
 
 
 @pytest.mark.parametrize("mode, master", [("local-cluster", None), ("standalone", "spark://h:7077")])
-def test_penv_archive_is_unpacked_as_python_env_whose_python_the_executors_run(tmp_path, mode, master) -> None:
+def test_on_a_spark_worker_penv_archive_travels_as_a_file_with_the_launcher_that_unpacks_it_once_per_host(
+        tmp_path, monkeypatch, mode, master) -> None:
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
     archive = tmp_path / "env.tar.gz"
     archive.write_bytes(b"")
-    _, conf = spark_master_and_conf(SparkSettings(cluster_mode=mode, master=master, penv_archive=str(archive)))
-    assert conf["spark.archives"] == f"{archive}#python_env"
-    assert conf["spark.pyspark.python"] == "./python_env/bin/python"
+    _, conf = spark_master_and_conf(SparkSettings(cluster_mode=mode, master=master, penv_archive=str(archive),
+                                                  conf={"spark.files": "/data/lookup.csv"}))
+    launcher = tmp_path / "cache" / LAUNCHERS_FOLDER / f"zoo_lite-python-{environment_key(str(archive))}"
+    assert conf["spark.files"] == f"{archive},{launcher},/data/lookup.csv" and launcher.is_file()
+    assert conf["spark.pyspark.python"] == f"./{launcher.name}" and "spark.archives" not in conf
     assert "spark.python.daemon.module" not in conf   # zoo_lite's quiet daemon is for the driver's own Python
+
+
+@pytest.mark.parametrize("settings", [{"cluster_mode": "k8s-client", "master": "k8s://https://h:6443", "container_image": "spark:4"},
+                                      {"cluster_mode": "standalone", "master": "spark://h:7077",
+                                       "python_location": "./python_env/bin/python3"}], ids=["k8s", "python_location"])
+def test_elsewhere_penv_archive_is_unpacked_as_python_env_whose_python_the_executors_run(tmp_path, settings) -> None:
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(b"")
+    _, conf = spark_master_and_conf(SparkSettings(**settings, penv_archive=str(archive)))
+    assert conf["spark.archives"] == f"{archive}#python_env"
+    assert conf["spark.pyspark.python"] == settings.get("python_location", "./python_env/bin/python")
     _, local = spark_master_and_conf(SparkSettings(cluster_mode="local", penv_archive=str(archive)))
     assert "spark.archives" not in local and local["spark.pyspark.python"] == sys.executable   # local tasks run this Python
 
@@ -90,7 +109,7 @@ _AUTO_DRIVER = textwrap.dedent("""
     from zoo_lite import init_orca_context, stop_orca_context
     sc = init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", penv_archive="auto")
     try:
-        archive = sc.getConf().get("spark.archives")
+        archive = sc.getConf().get("spark.files").split(",")[0]
         found = sc.parallelize([0], 1).map(lambda _: (__import__("sys").executable, __import__("tiny").VALUE)).collect()
     finally:
         stop_orca_context()
@@ -111,47 +130,10 @@ def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_proce
     (first, first_log), (second, second_log) = runs
     assert first["prefix"] == str(env), first
     [archive] = list((tmp_path / "cache").glob("driver_env-*.tar.gz"))
-    assert first["archive"] == second["archive"] == f"{archive}#python_env", (first, second)
+    assert first["archive"] == second["archive"] == str(archive), (first, second)
     for run in (first, second):
         [(executor_python, tiny)] = run["found"]
-        assert executor_python.endswith("/python_env/bin/python") and tiny == "tiny 1.0", run
+        assert f"/{HOST_ENVS_FOLDER}/" in executor_python and tiny == "tiny 1.0", run
+    assert first["found"][0][0] == second["found"][0][0]   # the second application ran what the first unpacked
     assert "LOG zoo_lite.env_packing packed" in first_log, first_log
     assert "LOG zoo_lite.env_packing reused" in second_log and "LOG zoo_lite.env_packing packed" not in second_log, second_log
-
-
-#: a spark-submit job: where its executors' Python runs, and an XShards job's result
-_SUBMITTED_JOB = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from zoo_lite import init_orca_context, stop_orca_context
-    from zoo_lite.data import XShards
-    sc = init_orca_context(cluster_mode="spark-submit")
-    try:
-        pythons = sorted(set(sc.parallelize(range(2), 2).map(lambda _: __import__("sys").executable).collect()))
-        shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
-        total = int(sum(shard["x"].sum() for shard in shards.collect()))
-    finally:
-        stop_orca_context()
-    print("RESULT", json.dumps({"pythons": pythons, "total": total, "driver": sys.executable}))
-""")
-
-
-def test_spark_submit_with_archives_runs_the_executors_on_the_unpacked_environment_in_client_mode(tmp_path) -> None:
-    """As a Spark user writes it: ``--archives env.tar.gz#env`` and ``spark.pyspark.python``,
-    against a standalone master. (Spark refuses cluster deploy mode for Python applications on
-    standalone masters; that mode is YARN's and Kubernetes'.)"""
-    archive = environment_archive(tmp_path)
-    job = tmp_path / "job.py"
-    job.write_text(_SUBMITTED_JOB)
-    cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=1024)
-    try:
-        done = subprocess.run([str(ROOT / "scripts" / "spark-submit"), "--master", cluster.master_url,
-                               "--archives", f"{archive}#env", "--conf", "spark.pyspark.python=./env/bin/python",
-                               "--conf", f"spark.pyspark.driver.python={sys.executable}", str(job)],
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    finally:
-        cluster.stop()
-    found = printed_result(done)
-    [executor_python] = found["pythons"]
-    assert executor_python.endswith("/env/bin/python") and executor_python.startswith("/"), found
-    assert found["total"] == 12 and found["driver"] == sys.executable, found

@@ -566,31 +566,46 @@ def spark_master_and_conf(settings: SparkSettings, standalone_master: Optional[s
             conf.pop("spark.pyspark.driver.python")
     if mode in SHIPPING_MODES:
         conf.update(shipped_environment_conf(settings))
+    shipped_files = conf.get("spark.files")
     conf.update({str(k): str(v) for k, v in settings.conf.items()})
+    if shipped_files and conf["spark.files"] != shipped_files:   # the user's files travel too
+        conf["spark.files"] = f"{shipped_files},{conf['spark.files']}"
     return master, conf
 
 
 #: the modes whose executors take ``penv_archive``: in local mode the tasks run this machine's
 #: Python, and under spark-submit its ``--archives`` decides before zoo_lite runs
 SHIPPING_MODES = ("local-cluster", "standalone", "yarn-client", "k8s-client")
-#: where each executor unpacks ``penv_archive``, in its working directory
+#: where each executor unpacks ``penv_archive``, in its working directory, where it is shipped as an archive
 SHIPPED_ENV_FOLDER = "python_env"
+#: the modes whose executors a Spark worker starts in its work folder: there ``penv_archive`` is
+#: unpacked once per host (:mod:`zoo_lite.host_unpack`); YARN keeps its own cache of localized
+#: archives, and a Kubernetes pod is new each time
+HOST_UNPACK_MODES = ("local-cluster", "standalone")
 
 
 def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
-    """``penv_archive`` as Spark ships it: unpacked as ``./python_env`` in each executor's working
-    directory (``spark.archives``), whose Python the executors run, unless ``python_location``
-    names another.
+    """``penv_archive`` as Spark ships it. On standalone and ``local-cluster``: as a file with a
+    launcher, which Spark runs as the executors' Python and which unpacks the archive once per
+    host (:func:`zoo_lite.host_unpack.write_launcher` writes it into the cache folder). Elsewhere,
+    or when ``python_location`` names an interpreter of the archive: unpacked as ``./python_env``
+    in each executor's working directory (``spark.archives``), whose Python the executors run.
 
     Examples
     --------
-    >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077",
-    ...                                        penv_archive="hdfs:///envs/env.tar.gz"))
-    {'spark.archives': 'hdfs:///envs/env.tar.gz#python_env', 'spark.pyspark.python': './python_env/bin/python'}
+    >>> shipped_environment_conf(SparkSettings(cluster_mode="k8s-client", master="k8s://https://h:6443",
+    ...                                        container_image="spark:4", penv_archive="s3a://bucket/env.tar.gz"))
+    {'spark.archives': 's3a://bucket/env.tar.gz#python_env', 'spark.pyspark.python': './python_env/bin/python'}
     >>> shipped_environment_conf(SparkSettings(cluster_mode="standalone", master="spark://h:7077"))
     {}
     """
     if not settings.penv_archive:
         return {}
+    if settings.cluster_mode in HOST_UNPACK_MODES and settings.python_location is None:
+        from zoo_lite.env_packing import default_cache_dir
+        from zoo_lite.host_unpack import LAUNCHERS_FOLDER, host_unpacked_conf, write_launcher
+
+        launcher = write_launcher(settings.penv_archive, default_cache_dir() / LAUNCHERS_FOLDER)
+        return host_unpacked_conf(settings.penv_archive, launcher)
     return {"spark.archives": f"{settings.penv_archive}#{SHIPPED_ENV_FOLDER}",
             "spark.pyspark.python": settings.python_location or f"./{SHIPPED_ENV_FOLDER}/bin/python"}
