@@ -1,0 +1,144 @@
+"""Benchmark: from ``init_orca_context`` to the first finished task on 2 bare hosts (issue 44).
+
+The bare-host half of ``bench_ship_env``: a simulated cluster (``tests/cluster``, needs root)
+whose two worker hosts have Java, a Spark of their own and the system's Python, and see neither
+the checkout nor its venv. The driver runs on the driver host from a venv of that Python holding
+the project's packages (``tests/cluster/bare.py``: torch, TensorFlow, Ray, pandas, pyspark; about
+4 GB), in a new process per run. Each run times ``init_orca_context(cluster_mode="standalone",
+num_nodes=2, cores=1, memory="1g", ...)`` and then an XShards job of 8 partitions: its end is
+the time to the first finished task on both hosts (a task needs its host's environment).
+
+Runs, in this order, on the same hosts:
+
+- ``auto, nothing cached``: ``penv_archive="auto"`` with an empty archive folder (a new
+  ``ZOO_LITE_CACHE_DIR``, removed at the end) and no
+  environment unpacked on the hosts: packs, ships, unpacks once per host;
+- ``auto, archive cached``: the archive cached on the driver, the hosts' unpacked folders removed
+  (a new host, or a changed environment's first run on old hosts);
+- ``auto, second application``: both cached (zoo_lite's host-level unpack cache);
+- ``spark.archives, second application``: the same archive shipped the plain Spark way
+  (``conf={"spark.archives": ..., "spark.pyspark.python": ...}``), which every executor of every
+  application unpacks again: the reference for the host cache. Run once before it as well, so
+  that both are second applications.
+
+Run from the repository root, as root::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py   # ~12 min
+
+It prints a markdown section for ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.cluster import bare  # noqa: E402
+from tests.cluster.namespaces import why_unavailable  # noqa: E402
+from tests.cluster.simulated import SimulatedCluster  # noqa: E402
+from zoo_lite.host_unpack import HOST_ENVS_FOLDER  # noqa: E402
+
+_RUN_TIMEOUT_S = 1800.0
+
+# one driver process: its times, and the hosts and Pythons its tasks ran on
+_DRIVER = textwrap.dedent("""
+    import json, socket, sys, time
+    import numpy as np
+    started = time.monotonic()
+    from zoo_lite import init_orca_context, stop_orca_context
+    from zoo_lite.data import XShards
+    master, way, archive = sys.argv[1:4]
+    shipped = ({"penv_archive": "auto"} if way == "auto" else
+               {"conf": {"spark.archives": archive + "#env", "spark.pyspark.python": "./env/bin/python"}})
+    init_orca_context(cluster_mode="standalone", master=master, num_nodes=2, cores=1, memory="1g", **shipped)
+    initialised = time.monotonic()
+    try:
+        where = XShards.partition({"x": np.arange(16)}, num_shards=8).transform_shard(
+            lambda shard: {"host": np.array([socket.gethostname()]), "prefix": np.array([sys.prefix])}).collect()
+        finished = time.monotonic()
+    finally:
+        stop_orca_context()
+    print("RESULT " + json.dumps({"init_s": initialised - started, "first_tasks_s": finished - started,
+                                  "hosts": sorted({str(s["host"][0]) for s in where}),
+                                  "prefixes": sorted({str(s["prefix"][0]) for s in where})}))
+""")
+
+
+def run_driver(cluster: SimulatedCluster, archives: Path, way: str, archive: str) -> dict[str, Any]:
+    done = cluster.run("driver", [cluster.python("driver"), "-c", _DRIVER, cluster.master_url, way, archive],
+                       env={"ZOO_LITE_CACHE_DIR": str(archives)}, timeout_s=_RUN_TIMEOUT_S)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the driver ({way}) failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def forget_unpacked(cluster: SimulatedCluster) -> None:
+    """Remove every host's unpacked environments and the applications' folders."""
+    for host in cluster.workers:
+        shutil.rmtree(cluster.folder / "work" / host.name, ignore_errors=True)
+
+
+def newest_archive(archives: Path) -> Path:
+    return max(archives.glob(f"{bare.driver_environment().name}-*.tar.gz"), key=lambda path: path.stat().st_mtime)
+
+
+def measure(cluster: SimulatedCluster, archives: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The runs of the module's text, in its order; ``archives`` is an empty folder."""
+    forget_unpacked(cluster)
+    runs = [("auto, nothing cached", run_driver(cluster, archives, "auto", ""))]
+    forget_unpacked(cluster)
+    runs.append(("auto, archive cached", run_driver(cluster, archives, "auto", "")))
+    runs.append(("auto, second application", run_driver(cluster, archives, "auto", "")))
+    archive = str(newest_archive(archives))
+    run_driver(cluster, archives, "archives", archive)   # the first application of that way
+    runs.append(("spark.archives, second application", run_driver(cluster, archives, "archives", archive)))
+    return runs
+
+
+def report(runs: list[tuple[str, dict[str, Any]]], archive_size: int, started: str, seconds: float) -> str:
+    reference = dict(runs)["spark.archives, second application"]["first_tasks_s"]
+    lines = [f"## bench_ship_env_hosts (issue 44): {started} UTC", "",
+             "Command: `PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py` "
+             f"({seconds / 60:.1f} min). Two bare worker hosts of one core each (simulated: the system's Python "
+             f"{bare._system_python_facts()}, a Spark of their own, no checkout, no venv); the driver's environment "
+             f"holds torch and TensorFlow; its archive: {archive_size / 2**30:.2f} GiB. One run per row.", "",
+             "| run | init_orca_context (s) | to the first tasks on both hosts (s) | / spark.archives, second application | "
+             "hosts | executors' Python in |", "|---|---:|---:|---:|---|---|"]
+    for name, run in runs:
+        where = "zoo_lite-envs (once per host)" if all(HOST_ENVS_FOLDER in p for p in run["prefixes"]) else "each executor's folder"
+        lines.append(f"| {name} | {run['init_s']:.1f} | {run['first_tasks_s']:.1f} | {run['first_tasks_s'] / reference:.2f} | "
+                     f"{', '.join(run['hosts'])} | {where} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    why = why_unavailable() or bare.why_no_bare_hosts()
+    if why is not None:
+        raise SystemExit(f"cannot simulate bare hosts here: {why}")
+    started, clock = time.strftime("%Y-%m-%d %H:%M", time.gmtime()), time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix="zoo_lite-bench-bare-", dir="/var/tmp"))
+    cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style="cluster", worker_memory="3g", bare=True)
+    try:
+        runs = measure(cluster, folder / "archives")
+        size = newest_archive(folder / "archives").stat().st_size
+    finally:
+        cluster.down()
+        shutil.rmtree(folder, ignore_errors=True)
+    print(report(runs, size, started, time.monotonic() - clock))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
