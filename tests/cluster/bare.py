@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -74,24 +75,39 @@ def hidden_on_bare_hosts() -> list[str]:
     return [folder for folder in outermost if not any(folder.startswith(other + "/") for other in outermost)]
 
 
+#: a build of another checkout or package set unused this long is removed (with its archives)
+_UNUSED_FOR_S = 3 * 24 * 3600
+
+
 def _build_atomically(target: Path, build) -> Path:
     """``build(folder)`` into a new folder beside ``target``, renamed into place when it is done
-    (a run killed half-way leaves no half-built ``target``); other builds of that kind are removed."""
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        build(partial)
-        os.rename(partial, target)
-    finally:
+    (a run killed half-way leaves no half-built ``target``). Each use marks it used; other builds
+    of that kind unused for :data:`_UNUSED_FOR_S` are removed (another checkout's may be in use)."""
+    if not target.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + f".partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
+        try:
+            build(partial)
+            os.rename(partial, target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    os.utime(target)
     kind = target.name.split("-")[0]
     for other in target.parent.glob(f"{kind}-*"):
-        if other != target and ".partial-" not in other.name:
+        if other != target and time.time() - other.stat().st_mtime > _UNUSED_FOR_S:
             shutil.rmtree(other, ignore_errors=True)
+            for archive in ARCHIVES.glob(f"{other.name}-*"):
+                archive.unlink(missing_ok=True)
     return target
+
+
+def _hard_linked_copy(source: Path, target: Path) -> None:
+    """``source``'s tree at ``target``, hard-linked (a plain copy where they are on two file systems)."""
+    linked = subprocess.run(["cp", "-al", str(source), str(target)], capture_output=True, text=True, timeout=_TIMEOUT_S)
+    if linked.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(source), str(target)], check=True, timeout=_TIMEOUT_S)
 
 
 def spark_installation() -> Path:
@@ -103,7 +119,7 @@ def spark_installation() -> Path:
     from zoo_lite.standalone import spark_home
 
     def build(folder: Path) -> None:
-        subprocess.run(["cp", "-al", spark_home(), str(folder)], check=True, timeout=_TIMEOUT_S)
+        _hard_linked_copy(Path(spark_home()), folder)
         shutil.rmtree(folder / "conf", ignore_errors=True)
         shutil.copytree(SPARK_CONF_DIR, folder / "conf")
 
@@ -156,7 +172,7 @@ def driver_environment() -> Path:
         subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=_TIMEOUT_S)
         site_packages = folder / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
         shutil.rmtree(site_packages)
-        subprocess.run(["cp", "-al", str(source), str(site_packages)], check=True, timeout=_TIMEOUT_S)
+        _hard_linked_copy(source, site_packages)
         _copy_scripts(Path(sys.prefix) / "bin", folder / "bin", target / "bin" / "python")
         subprocess.run([str(folder / "bin" / "python"), "-c", "import zoo_lite, numpy, torch, pyspark"], check=True,
                        timeout=_TIMEOUT_S, cwd="/")
