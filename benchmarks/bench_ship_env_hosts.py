@@ -23,7 +23,8 @@ Runs, in this order, on the same hosts:
 
 Run from the repository root, as root::
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py   # ~12 min
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py               # ~15 min
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py --second-only --rounds 3
 
 It prints a markdown section for ``benchmarks/RESULTS.md``.
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import textwrap
@@ -93,50 +95,77 @@ def newest_archive(archives: Path) -> Path:
     return max(archives.glob(f"{bare.driver_environment().name}-*.tar.gz"), key=lambda path: path.stat().st_mtime)
 
 
-def measure(cluster: SimulatedCluster, archives: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The runs of the module's text, in its order; ``archives`` is an empty folder."""
+def measure(cluster: SimulatedCluster, archives: Path, rounds: int, second_only: bool) -> dict[str, list[dict[str, Any]]]:
+    """The runs of the module's text, in its order; ``archives`` is an empty folder. The two
+    second-application rows take turns, ``rounds`` times each; with ``second_only`` the first
+    two rows are left out (their runs still happen, untimed: they pack and unpack)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
     forget_unpacked(cluster)
-    runs = [("auto, nothing cached", run_driver(cluster, archives, "auto", ""))]
-    forget_unpacked(cluster)
-    runs.append(("auto, archive cached", run_driver(cluster, archives, "auto", "")))
-    runs.append(("auto, second application", run_driver(cluster, archives, "auto", "")))
+    runs["auto, nothing cached"] = [run_driver(cluster, archives, "auto", "")]
+    if not second_only:
+        forget_unpacked(cluster)
+        runs["auto, archive cached"] = [run_driver(cluster, archives, "auto", "")]
     archive = str(newest_archive(archives))
     run_driver(cluster, archives, "archives", archive)   # the first application of that way
-    runs.append(("spark.archives, second application", run_driver(cluster, archives, "archives", archive)))
+    for _ in range(rounds):
+        runs.setdefault("auto, second application", []).append(run_driver(cluster, archives, "auto", ""))
+        runs.setdefault("spark.archives, second application", []).append(run_driver(cluster, archives, "archives", archive))
+    if second_only:
+        del runs["auto, nothing cached"]
     return runs
 
 
-def report(runs: list[tuple[str, dict[str, Any]]], archive_size: int, started: str, seconds: float) -> str:
-    reference = dict(runs)["spark.archives, second application"]["first_tasks_s"]
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _seconds(runs: list[dict[str, Any]], key: str) -> str:
+    values = [run[key] for run in runs]
+    listed = "" if len(values) == 1 else " (" + ", ".join(f"{value:.1f}" for value in values) + ")"
+    return f"{_median(values):.1f}{listed}"
+
+
+def report(runs: dict[str, list[dict[str, Any]]], archive_size: int, started: str, seconds: float, argv: Sequence[str]) -> str:
+    reference = _median([run["first_tasks_s"] for run in runs["spark.archives, second application"]])
     lines = [f"## bench_ship_env_hosts (issue 44): {started} UTC", "",
-             "Command: `PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py` "
-             f"({seconds / 60:.1f} min). Two bare worker hosts of one core each (simulated: the system's Python "
+             f"Command: `{' '.join(['PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py', *argv])}`"
+             f" ({seconds / 60:.1f} min). Two bare worker hosts of one core each (simulated: the system's Python "
              f"{bare._system_python_facts()}, a Spark of their own, no checkout, no venv); the driver's environment "
-             f"holds torch and TensorFlow; its archive: {archive_size / 2**30:.2f} GiB. One run per row.", "",
+             f"holds torch and TensorFlow; its archive: {archive_size / 2**30:.2f} GiB. Medians, each run in brackets; "
+             "the two second-application rows took turns.", "",
              "| run | init_orca_context (s) | to the first tasks on both hosts (s) | / spark.archives, second application | "
              "hosts | executors' Python in |", "|---|---:|---:|---:|---|---|"]
-    for name, run in runs:
-        where = "zoo_lite-envs (once per host)" if all(HOST_ENVS_FOLDER in p for p in run["prefixes"]) else "each executor's folder"
-        lines.append(f"| {name} | {run['init_s']:.1f} | {run['first_tasks_s']:.1f} | {run['first_tasks_s'] / reference:.2f} | "
-                     f"{', '.join(run['hosts'])} | {where} |")
+    for name, row in runs.items():
+        where = ("zoo_lite-envs (once per host)" if all(HOST_ENVS_FOLDER in p for run in row for p in run["prefixes"])
+                 else "each executor's folder")
+        hosts = sorted({host for run in row for host in run["hosts"]})
+        ratio = _median([run["first_tasks_s"] for run in row]) / reference
+        lines.append(f"| {name} | {_seconds(row, 'init_s')} | {_seconds(row, 'first_tasks_s')} | {ratio:.2f} | "
+                     f"{', '.join(hosts)} | {where} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each second-application row, taking turns")
+    parser.add_argument("--second-only", action="store_true", help="time only the second-application rows")
+    args = parser.parse_args(argv)
     why = why_unavailable() or bare.why_no_bare_hosts()
     if why is not None:
         raise SystemExit(f"cannot simulate bare hosts here: {why}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))   # the cluster still goes down (finally)
     started, clock = time.strftime("%Y-%m-%d %H:%M", time.gmtime()), time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="zoo_lite-bench-bare-", dir="/var/tmp"))
     cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style="cluster", worker_memory="3g", bare=True)
     try:
-        runs = measure(cluster, folder / "archives")
+        runs = measure(cluster, folder / "archives", args.rounds, args.second_only)
         size = newest_archive(folder / "archives").stat().st_size
     finally:
         cluster.down()
         shutil.rmtree(folder, ignore_errors=True)
-    print(report(runs, size, started, time.monotonic() - clock))
+    print(report(runs, size, started, time.monotonic() - clock, sys.argv[1:] if argv is None else list(argv)))
     return 0
 
 
