@@ -9,15 +9,19 @@ packing (the executors share this machine's folders)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tarfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
 
-from tests.environments import venv_seeing_this_environment
+from tests.conftest import printed_result
+from tests.environments import make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.env_packing import CACHE_DIR_VARIABLE
@@ -94,3 +98,42 @@ def test_a_penv_archive_that_is_not_an_archive_file_is_refused_naming_it(archive
     with pytest.raises(InvalidArgumentError, match=rf"penv_archive='{archive}'.*{complaint}"):
         SparkSettings(cluster_mode="local-cluster", penv_archive=archive)
     SparkSettings(cluster_mode="standalone", master="spark://h:7077", penv_archive="hdfs:///envs/env.tar.gz")   # fetched by Spark
+
+
+#: a driver whose own environment is a tiny venv: zoo_lite and its packages come from this
+#: environment through PYTHONPATH, so that penv_archive="auto" packs only the tiny venv
+_AUTO_DRIVER = textwrap.dedent("""
+    import json, logging, sys
+    logging.basicConfig(level=logging.WARNING, format="LOG %(name)s %(message)s")
+    logging.getLogger("zoo_lite.env_packing").setLevel(logging.INFO)
+    from zoo_lite import init_orca_context, stop_orca_context
+    sc = init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", penv_archive="auto")
+    try:
+        archive = sc.getConf().get("spark.files").split(",")[0]
+        found = sc.parallelize([0], 1).map(lambda _: (__import__("sys").executable, __import__("tiny").VALUE)).collect()
+    finally:
+        stop_orca_context()
+    print("RESULT", json.dumps({"archive": archive, "found": found, "prefix": sys.prefix}))
+""")
+
+
+def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_process_reuses_it(tmp_path) -> None:
+    env = make_venv(tmp_path / "driver_env")
+    pip_install(env, str(make_wheel(tmp_path, "tiny")))
+    variables = dict(os.environ, PYTHONPATH=os.pathsep.join(this_environments_paths()),
+                     ZOO_LITE_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([str(env / "bin" / "python"), "-c", _AUTO_DRIVER], capture_output=True, text=True,
+                              timeout=300, env=variables, cwd=tmp_path)
+        runs.append((printed_result(done), done.stderr))
+    (first, first_log), (second, second_log) = runs
+    assert first["prefix"] == str(env), first
+    [archive] = list((tmp_path / "cache").glob("driver_env-*.tar.gz"))
+    assert first["archive"] == second["archive"] == str(archive), (first, second)
+    for run in (first, second):
+        [(executor_python, tiny)] = run["found"]
+        assert f"/{HOST_ENVS_FOLDER}/" in executor_python and tiny == "tiny 1.0", run
+    assert first["found"][0][0] == second["found"][0][0]   # the second application ran what the first unpacked
+    assert "LOG zoo_lite.env_packing packed" in first_log, first_log
+    assert "LOG zoo_lite.env_packing reused" in second_log and "LOG zoo_lite.env_packing packed" not in second_log, second_log
