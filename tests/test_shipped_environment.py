@@ -21,13 +21,14 @@ import psutil
 import pytest
 
 from tests.conftest import printed_result
-from tests.environments import make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
+from tests.environments import ROOT, make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.env_packing import CACHE_DIR_VARIABLE
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.host_unpack import HOST_ENVS_FOLDER, LAUNCHERS_FOLDER, environment_key
 from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
+from zoo_lite.standalone import LoopbackStandaloneCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
 
@@ -137,3 +138,41 @@ def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_proce
     assert first["found"][0][0] == second["found"][0][0]   # the second application ran what the first unpacked
     assert "LOG zoo_lite.env_packing packed" in first_log, first_log
     assert "LOG zoo_lite.env_packing reused" in second_log and "LOG zoo_lite.env_packing packed" not in second_log, second_log
+
+
+#: a spark-submit job: where its executors' Python runs, and an XShards job's result
+_SUBMITTED_JOB = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from zoo_lite import init_orca_context, stop_orca_context
+    from zoo_lite.data import XShards
+    sc = init_orca_context(cluster_mode="spark-submit")
+    try:
+        pythons = sorted(set(sc.parallelize(range(2), 2).map(lambda _: __import__("sys").executable).collect()))
+        shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
+        total = int(sum(shard["x"].sum() for shard in shards.collect()))
+    finally:
+        stop_orca_context()
+    print("RESULT", json.dumps({"pythons": pythons, "total": total, "driver": sys.executable}))
+""")
+
+
+def test_spark_submit_with_archives_runs_the_executors_on_the_unpacked_environment_in_client_mode(tmp_path) -> None:
+    """As a Spark user writes it: ``--archives env.tar.gz#env`` and ``spark.pyspark.python``,
+    against a standalone master. (Spark refuses cluster deploy mode for Python applications on
+    standalone masters; that mode is YARN's and Kubernetes'.)"""
+    archive = environment_archive(tmp_path)
+    job = tmp_path / "job.py"
+    job.write_text(_SUBMITTED_JOB)
+    cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=1024)
+    try:
+        done = subprocess.run([str(ROOT / "scripts" / "spark-submit"), "--master", cluster.master_url,
+                               "--archives", f"{archive}#env", "--conf", "spark.pyspark.python=./env/bin/python",
+                               "--conf", f"spark.pyspark.driver.python={sys.executable}", str(job)],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    finally:
+        cluster.stop()
+    found = printed_result(done)
+    [executor_python] = found["pythons"]
+    assert executor_python.endswith("/env/bin/python") and executor_python.startswith("/"), found
+    assert found["total"] == 12 and found["driver"] == sys.executable, found
