@@ -1,7 +1,6 @@
 """``penv_archive``: the executors unpack the archive of a Python environment and run its Python,
 on every master that ships archives (here local-cluster; standalone and YARN take the same
-settings), and Ray on Spark's processes on the executors run from it too. On bare hosts, and
-through spark-submit ``--archives``: ``tests/bare_hosts``.
+settings), and Ray on Spark's processes on the executors run from it too.
 
 The archive is a venv of the driver's own interpreter whose packages are this environment's
 (found through ``.pth`` files), so it is a few kilobytes: what is tested is the shipping, not the
