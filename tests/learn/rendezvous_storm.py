@@ -3,9 +3,10 @@ takes free ports all the time: run by ``test_rendezvous_ports.py`` inside a netw
 its own whose ephemeral port range is narrowed, so that a port picked and let go is soon taken.
 Prints one line per pair: ``ok <sum>`` or ``failed <error>``.
 
-With ``FIRST LAST``, rank 0 serves its store on a port of that range, as
-``WorkerConfig(rendezvous_ports=(FIRST, LAST))`` makes it, and the thief takes ports of the range
-too.
+With ``FIRST LAST``, the rank 0 of every other pair (the odd ones) serves its store on a port of
+that range, as ``WorkerConfig(rendezvous_ports=(FIRST, LAST))`` makes it, while the even pairs bind
+any port; the thief takes ports of the range too. One storm thus checks both ways at once, under
+the same pressure on the ephemeral ports (every pair's gloo listeners and connections use them).
 
 Usage: ``python -m tests.learn.rendezvous_storm PAIRS [FIRST LAST]``.
 """
@@ -85,6 +86,12 @@ def rank1(results: Any, index: int, port_box: Any, ports: Optional[tuple[int, in
         results.put((index, "failed (rank 1) " + traceback.format_exc(limit=3).replace("\n", " | ")))
 
 
+def pair_ports(index: int, ports: Optional[tuple[int, int]]) -> Optional[tuple[int, int]]:
+    """The range pair ``index`` serves its store in: ``ports`` for the odd pairs, any port (None)
+    for the even ones."""
+    return ports if index % 2 else None
+
+
 def main(pairs: int, ports: Optional[tuple[int, int]]) -> None:
     context = mp.get_context("spawn")   # as Ray starts its workers: a fresh interpreter each
     stop = context.Event()
@@ -92,7 +99,7 @@ def main(pairs: int, ports: Optional[tuple[int, int]]) -> None:
     stealing.start()
     results = context.Queue()
     boxes = [context.Queue() for _ in range(pairs)]
-    processes = [context.Process(target=target, args=(results, index, boxes[index], ports))
+    processes = [context.Process(target=target, args=(results, index, boxes[index], pair_ports(index, ports)))
                  for index in range(pairs) for target in (rank0, rank1)]
     for process in processes:
         process.start()
