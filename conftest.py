@@ -32,7 +32,8 @@ _SHARED_MASTER = "local[2]"
 def pytest_configure(config: pytest.Config) -> None:
     from tests.jvm_settings import suite_jvm_environment
 
-    # inherited by the Spark the suite starts in this process and in the jobs it runs
+    # inherited by the Spark the suite starts in this process and in the jobs it runs (a pytest
+    # started by a test inherits them, and keeps them)
     for name, value in suite_jvm_environment().items():
         os.environ.setdefault(name, value)
 

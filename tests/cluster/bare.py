@@ -23,9 +23,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 from typing import Optional
+
+from tests.kept_builds import build_once
 
 __all__ = ["SYSTEM_PYTHON", "ENVIRONMENTS", "ARCHIVES", "why_no_bare_hosts", "hidden_on_bare_hosts", "spark_installation",
            "driver_environment"]
@@ -75,31 +76,14 @@ def hidden_on_bare_hosts() -> list[str]:
     return [folder for folder in outermost if not any(folder.startswith(other + "/") for other in outermost)]
 
 
-#: a build of another checkout or package set unused this long is removed (with its archives)
-_UNUSED_FOR_S = 3 * 24 * 3600
+def _build_once(target: Path, build) -> Path:
+    """:func:`build_once`; when another checkout's or package set's build is pruned, so are the
+    archives zoo_lite packed of it."""
+    def archives_pruned(folder: Path) -> None:
+        for archive in ARCHIVES.glob(f"{folder.name}-*"):
+            archive.unlink(missing_ok=True)
 
-
-def _build_atomically(target: Path, build) -> Path:
-    """``build(folder)`` into a new folder beside ``target``, renamed into place when it is done
-    (a run killed half-way leaves no half-built ``target``). Each use marks it used; other builds
-    of that kind unused for :data:`_UNUSED_FOR_S` are removed (another checkout's may be in use)."""
-    if not target.is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + f".partial-{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        try:
-            build(partial)
-            os.rename(partial, target)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    os.utime(target)
-    kind = target.name.split("-")[0]
-    for other in target.parent.glob(f"{kind}-*"):
-        if other != target and time.time() - other.stat().st_mtime > _UNUSED_FOR_S:
-            shutil.rmtree(other, ignore_errors=True)
-            for archive in ARCHIVES.glob(f"{other.name}-*"):
-                archive.unlink(missing_ok=True)
-    return target
+    return build_once(target, build, archives_pruned)
 
 
 def _hard_linked_copy(source: Path, target: Path) -> None:
@@ -123,7 +107,7 @@ def spark_installation() -> Path:
         shutil.rmtree(folder / "conf", ignore_errors=True)
         shutil.copytree(SPARK_CONF_DIR, folder / "conf")
 
-    return _build_atomically(ENVIRONMENTS / f"spark-{pyspark.__version__}", build)
+    return _build_once(ENVIRONMENTS / f"spark-{pyspark.__version__}", build)
 
 
 def _site_packages(prefix: Path) -> Path:
@@ -177,4 +161,4 @@ def driver_environment() -> Path:
         subprocess.run([str(folder / "bin" / "python"), "-c", "import zoo_lite, numpy, torch, pyspark"], check=True,
                        timeout=_TIMEOUT_S, cwd="/")
 
-    return _build_atomically(target, build)
+    return _build_once(target, build)
