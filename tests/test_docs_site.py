@@ -158,6 +158,7 @@ def test_no_page_has_a_broken_internal_link_or_a_missing_image(page: object, sit
     assert len(pages) >= 15, pages
     broken: list[str] = []
     links: dict[str, set[str]] = {}
+    anchors_by_page: dict[str, set[str]] = {}   # each page's ids, read while it is open (not loaded again)
     for relative in pages:
         url = urljoin(base_url, relative)
         response = page.goto(url)
@@ -169,7 +170,7 @@ def test_no_page_has_a_broken_internal_link_or_a_missing_image(page: object, sit
                 broken.append(f"{relative}: image {image[0]} did not load")
         hrefs = page.eval_on_selector_all("a[href]", "nodes => nodes.map(node => node.getAttribute('href'))")
         links[url] = {href for href in hrefs if urlparse(urljoin(url, href)).netloc == urlparse(base_url).netloc}
-    anchors_by_page: dict[str, set[str]] = {}
+        anchors_by_page[urlparse(url).path] = set(page.eval_on_selector_all("[id]", "nodes => nodes.map(node => node.id)"))
     for url, hrefs in links.items():
         for href in sorted(hrefs):
             why = _internal_target_missing(site, url, href, base_url, anchors_by_page, page)
