@@ -16,10 +16,8 @@ executors, since a ``SparkConf`` loads ``spark.*`` system properties), standalon
 ``SPARK_DAEMON_JAVA_OPTS``. The root ``conftest.py`` sets both for the test process; the tests
 that run jobs in a clean environment (a new shell, a simulated host) pass them on too. A JVM whose
 class path or Java differs from the archive's (a bare host's own Spark) does without it, and its
-log lines about that are off.
-
-``spark_conf/`` holds the short-lived settings as a ``spark-defaults.conf``, for the bare hosts'
-own Spark installation (tests/cluster/bare.py), which reads its own conf folder."""
+log lines about that are off. The bare hosts' own Spark installation (tests/cluster/bare.py)
+holds the short-lived settings in its own ``conf/spark-defaults.conf``."""
 
 from __future__ import annotations
 
@@ -34,10 +32,9 @@ from typing import Optional
 
 from tests.kept_builds import build_once
 
-__all__ = ["SPARK_CONF_DIR", "SHORT_LIVED_JVM_OPTIONS", "CLASS_ARCHIVES", "spark_class_archive", "suite_jvm_options",
+__all__ = ["SHORT_LIVED_JVM_OPTIONS", "CLASS_ARCHIVES", "spark_class_archive", "suite_jvm_options",
            "suite_jvm_environment"]
 
-SPARK_CONF_DIR = Path(__file__).parent / "spark_conf"
 SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: where the class archives are kept between runs (outside any checkout)
 CLASS_ARCHIVES = Path("/var/tmp/zoo_lite-test-jvm")

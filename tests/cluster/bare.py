@@ -96,16 +96,19 @@ def _hard_linked_copy(source: Path, target: Path) -> None:
 
 def spark_installation() -> Path:
     """The bare hosts' Spark: the pinned pyspark's Spark folder, hard-linked into :data:`ENVIRONMENTS`,
-    with the suite's ``spark-defaults.conf`` in its ``conf/``."""
+    with the suite's short-lived JVM settings as the defaults in its ``conf/`` (which the hosts'
+    Spark reads; the class archive, made for pyspark's own folder, would not fit it)."""
     import pyspark
 
-    from tests.jvm_settings import SPARK_CONF_DIR
+    from tests.jvm_settings import SHORT_LIVED_JVM_OPTIONS
     from zoo_lite.standalone import spark_home
 
     def build(folder: Path) -> None:
         _hard_linked_copy(Path(spark_home()), folder)
         shutil.rmtree(folder / "conf", ignore_errors=True)
-        shutil.copytree(SPARK_CONF_DIR, folder / "conf")
+        (folder / "conf").mkdir()
+        (folder / "conf" / "spark-defaults.conf").write_text(
+            "".join(f"spark.{role}.defaultJavaOptions {SHORT_LIVED_JVM_OPTIONS}\n" for role in ("driver", "executor")))
 
     return _build_once(ENVIRONMENTS / f"spark-{pyspark.__version__}", build)
 
