@@ -320,7 +320,7 @@ class KerasRunner(RunnerBase):
                 summed, per_row = self._row_losses(labels, output, class_weights)
                 self._update_totals(labels, output, summed / per_row)
 
-            return tf.function(forward_only, input_signature=signature)
+            return _compiled(forward_only, input_signature=signature)
 
         chunk_rows = self._gradient_chunk_rows()
 
@@ -344,12 +344,15 @@ class KerasRunner(RunnerBase):
                 return rows_gradients(features, labels, global_rows, 1.0)
             # the same sum, taken over slices of chunk_rows rows (see _gradient_chunk_rows)
             rows = tf.shape(labels)[0]
-            total = tf.zeros([sum(int(np.prod(v.shape)) for v in variables)], variables[0].dtype)
-            for start in tf.range(0, rows, chunk_rows):
-                cut = lambda tensor: tensor[start:start + chunk_rows]  # noqa: E731,B023
+
+            def add_slice(start: Any, total: Any) -> tuple[Any, Any]:
+                cut = lambda tensor: tensor[start:start + chunk_rows]  # noqa: E731
                 share = tf.cast(tf.minimum(chunk_rows, rows - start), tf.float32) / tf.cast(rows, tf.float32)
-                total += rows_gradients(tf.nest.map_structure(cut, features), cut(labels), global_rows, share)
-            return total
+                return start + chunk_rows, total + rows_gradients(tf.nest.map_structure(cut, features), cut(labels), global_rows, share)
+
+            total = tf.zeros([sum(int(np.prod(v.shape)) for v in variables)], variables[0].dtype)
+            return tf.while_loop(lambda start, _: start < rows, add_slice, (tf.constant(0), total),
+                                 maximum_iterations=(rows + chunk_rows - 1) // chunk_rows)[1]
 
         def apply(flat: Any) -> None:
             sizes = [int(np.prod(v.shape)) for v in variables]
@@ -358,16 +361,16 @@ class KerasRunner(RunnerBase):
 
         numpy_sum = self._numpy_gradient_sum()
         if numpy_sum is not None:   # the sum happens in NumPy, between two compiled halves
-            gradients_of = tf.function(local_gradients, input_signature=signature,
-                                       jit_compile=model.jit_compile is True)   # as model.fit honours compile(jit_compile=True)
-            apply_sum = tf.function(apply)
+            gradients_of = _compiled(local_gradients, input_signature=signature,
+                                    jit_compile=model.jit_compile is True)   # as model.fit honours compile(jit_compile=True)
+            apply_sum = _compiled(apply)
             return lambda features, labels, rows: apply_sum(numpy_sum(gradients_of(features, labels, rows).numpy()))
 
         def whole_step(features: Any, labels: Any, global_rows: Any) -> None:
             flat = local_gradients(features, labels, global_rows)
             apply(self._all_reduce(flat) if self.strategy is not None else flat)
 
-        return tf.function(whole_step, input_signature=signature)
+        return _compiled(whole_step, input_signature=signature)
 
     def _gradient_chunk_rows(self) -> Optional[int]:
         """Rows per slice when a worker's share is differentiated slice by slice, or None for all at
@@ -401,14 +404,12 @@ class KerasRunner(RunnerBase):
         self._totals.assign_add(tf.stack([tf.cast(row_losses_sum, tf.float64), rows]))
 
     def _eval_step(self, signature: list[Any]) -> Callable[..., None]:
-        import tensorflow as tf
-
         def eval_step(features: Any, labels: Any) -> None:
             output = self.model(features, training=False)
             summed, per_row = self._row_losses(labels, output, None)
             self._update_totals(labels, output, summed / per_row)
 
-        return tf.function(eval_step, input_signature=signature)
+        return _compiled(eval_step, input_signature=signature)
 
     def _step(self, name: str, make: Callable[[list[Any]], Callable[..., Any]], *example: Any) -> Callable[..., Any]:
         """``make(signature)``, compiled for arguments shaped like ``example`` with any number of
@@ -427,9 +428,7 @@ class KerasRunner(RunnerBase):
             return values
         if self.star_sum is not None:
             return self.star_sum.sum(values)
-        import tensorflow as tf
-
-        summed = self._step("sum", lambda signature: tf.function(self._all_reduce, input_signature=signature), values)
+        summed = self._step("sum", lambda signature: _compiled(self._all_reduce, input_signature=signature), values)
         return summed(values).numpy()
 
     def _sum_variables(self, variables: list[Any], divide_by: float = 1.0) -> np.ndarray:
@@ -572,6 +571,16 @@ def _class_weight_table(class_weight: Optional[dict[int, float]]) -> Optional[np
     for label, weight in class_weight.items():
         table[int(label)] = float(weight)
     return table
+
+
+def _compiled(function: Callable[..., Any], **options: Any) -> Any:
+    """``tf.function(function)`` without autograph, as Keras 3's own ``fit`` compiles its steps
+    (``do_not_convert``): the steps hold no Python control flow on tensors, and autograph's
+    rewrite of their source (and of the Keras code they call) took about 1 s of a new worker's
+    first step (py-spy, 2 cores)."""
+    import tensorflow as tf
+
+    return tf.function(function, autograph=False, **options)
 
 
 def _row_weights(labels: Any, table: np.ndarray) -> Any:
