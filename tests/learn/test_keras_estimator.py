@@ -109,7 +109,29 @@ def test_gradients_taken_slice_by_slice_equal_one_process_full_batch_descent(two
     assert est._group.call(lambda runner: runner._gradient_chunk_rows()) == [2, 2]
     np.testing.assert_allclose(est.get_model().get_weights()[0], one_process_descent(start, x, y, 0.05, [np.arange(8)] * 4),
                                atol=1e-5, rtol=0)
+    est.evaluate(shards_with_sizes({"x": x, "y": y}, [3, 5]), batch_size=8)
+    # compiled without autograph, as Keras' own fit compiles its steps: its rewrite cost a new worker ~1 s
+    assert est._group.call(lambda runner: autograph_converted_steps()) == [[], []]
     est.shutdown()
+
+
+#: the runner's compiled functions, as autograph names them once it has rewritten them
+RUNNER_STEPS = {f"tf__{name}" for name in ("local_gradients", "rows_gradients", "whole_step", "apply", "eval_step", "forward_only")}
+
+
+def autograph_converted_steps() -> list[str]:
+    """The runner's compiled functions that autograph rewrote in this process: the names of the
+    code objects in the modules autograph generated (their files may be gone)."""
+    def code_names(code) -> set[str]:
+        nested = [const for const in code.co_consts if hasattr(const, "co_consts")]
+        return {code.co_name}.union(*(code_names(const) for const in nested))
+
+    found = set()
+    for name in autograph_modules():
+        for value in vars(sys.modules[name]).values():
+            if hasattr(value, "__code__"):
+                found |= code_names(value.__code__)
+    return sorted(found & RUNNER_STEPS)
 
 
 def worker_weights(est) -> list[list[np.ndarray]]:

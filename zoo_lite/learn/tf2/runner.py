@@ -2,11 +2,12 @@
 loss and metrics.
 
 Keras 3's ``model.fit`` fails under ``MultiWorkerMirroredStrategy`` (keras-team/keras#20585), so
-the runner has its own loop. Each step is compiled (``tf.function``, one trace for any share
-size): the worker's loss is the *sum* of its rows' losses divided by the global batch's rows;
-its gradients go into one flat buffer, which is summed over the workers and applied by the
-model's optimizer. The sum is the global batch's mean gradient, so every worker takes exactly the
-step one process would take, whatever each worker's share.
+the runner has its own loop. Each step is compiled (``tf.function`` without autograph, as Keras
+3's own steps are; one trace for any share size): the worker's loss is the *sum* of its rows'
+losses divided by the global batch's rows; its gradients go into one flat buffer, which is summed
+over the workers and applied by the model's optimizer. The sum is the global batch's mean
+gradient, so every worker takes exactly the step one process would take, whatever each worker's
+share.
 
 The buffer is summed through shared memory when every worker runs on one host
 (:mod:`zoo_lite.learn.base.host_exchange`, bit-identical on every worker), else by the ring
