@@ -92,13 +92,41 @@ def _fitted_on_warm_workers(make):
     return est
 
 
+def _idle_actors(path: str) -> list:
+    _pool().idle_count(path)   # takes in the workers handed back
+    return [entry.actor for entry in _pool()._idle.get(path, [])]
+
+
 def _pooled_pids(path: str) -> set[int]:
     """The pids of the pool's idle actors of ``path`` (Ray's actor table), workers handed back included."""
     from ray._private.state import actors
 
-    _pool().idle_count(path)   # takes in the workers handed back, once they closed their runners
-    idle = {entry.actor._actor_id.hex() for entry in _pool()._idle.get(path, [])}
+    idle = {actor._actor_id.hex() for actor in _idle_actors(path)}
     return {int(entry["Pid"]) for entry in actors(actor_state_name="ALIVE").values() if entry["ActorID"] in idle}
+
+
+def _all_parked(path: str, timeout_s: float = 30.0) -> bool:
+    """Whether every idle actor of ``path`` waits at its node's gate (zoo_lite.learn.base.node_boards)
+    within ``timeout_s``: a park() call reaches the board a few ms after it was sent."""
+    from zoo_lite.learn.base.node_boards import boards_on
+
+    address = OrcaContext.get_ray_context().address
+    _pool().idle_count(path)   # takes in the workers handed back
+    entries = _pool()._idle.get(path, [])
+    nodes = {entry.node_id for entry in entries}
+    idle = {entry.actor._actor_id.hex() for entry in entries}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        parked = {key for node in nodes for key in ray.get(boards_on(address, node).parked_keys.remote(), timeout=10)}
+        if idle <= parked or time.monotonic() > deadline:
+            return idle <= parked
+        time.sleep(0.05)
+
+
+def _ask_idle(path: str, call):
+    """Each idle actor's answer to ``call(runner)``: its gate is opened for the question, and it parks again."""
+    with _pool().gates_opened(path) as actors:
+        return ray.get([actor.call.remote(call) for actor in actors], timeout=60)
 
 
 def _weights(est) -> list[np.ndarray]:
@@ -136,6 +164,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_serve_ag
     _fit(first)   # fills the pool once its workers are connected: one idle worker per node
     assert _pool().idle_count(path) == 2
     assert _pool().wait_until_warm(path, timeout_s=120)
+    assert _all_parked(path), "an idle pooled worker waits at its node's gate, not in Ray's 10 ms loop"
     idle = _pooled_pids(path)
     first_pids = set(first._group.call(lambda runner: os.getpid()))
 
@@ -162,6 +191,7 @@ def test_a_new_estimator_takes_warm_workers_that_train_as_cold_ones_and_serve_ag
         assert _pool().idle_count(path) == 0, "a group whose workers come back refills nothing"
         second.shutdown()
         assert _pooled_pids(path) == second_pids, "the workers go back to the pool when their group ends"
+        assert _all_parked(path), "a worker handed back parks at its gate once it closed its runner"
         third = make()
         _fit(third)
         assert third._group.from_pool == 2
@@ -179,8 +209,8 @@ def test_a_group_on_tensorflows_collective_leaves_used_keras_processes_to_the_ne
     used = set(est._group.call(lambda runner: os.getpid()))
     est.shutdown()
     assert _pooled_pids(KERAS_PATH) >= used
-    idle = [entry.actor for entry in _pool()._idle[KERAS_PATH]]
-    assert ray.get([actor.call.remote(_what_the_last_keras_group_left) for actor in idle], timeout=60) == [(None, False, [])] * len(idle)
+    left = _ask_idle(KERAS_PATH, _what_the_last_keras_group_left)
+    assert left == [(None, False, [])] * len(left)
 
     on_collective = _keras_estimator_on_tensorflows_collective()
     _fit(on_collective)
@@ -221,8 +251,7 @@ def test_a_dropped_torch_estimator_hands_its_workers_back_holding_nothing_of_its
     del est
     gc.collect()
     assert _pooled_pids(TORCH_PATH) == pids, "the dropped group's workers should be back in the pool"
-    idle = [entry.actor for entry in _pool()._idle[TORCH_PATH]]
-    left = ray.get([actor.call.remote(_what_the_last_group_left) for actor in idle], timeout=60)
+    left = _ask_idle(TORCH_PATH, _what_the_last_group_left)
     assert left == [(None, False, [])] * 2
     wait_for_free_cpus(timeout_s=10)   # the group's CPU reservation went with it
 

@@ -19,6 +19,9 @@ group whose workers go back to the pool when it ends (:func:`hand_back`) refills
   ``used_too``). A cold-started worker never comes back: it holds its CPUs in Ray for its life.
 - Where a node has too little memory (:data:`~zoo_lite.learn.base.warm_up.MIN_AVAILABLE_MB`),
   its pooled actors decline and are ended; the node gets none for :data:`TIGHT_RETRY_S`.
+- An idle actor waits at its node's gate (:mod:`zoo_lite.learn.base.node_boards`) once started
+  or handed back, which costs a quarter of the CPU of waiting in Ray's own loop; :meth:`WarmPool.take`
+  opens the gates of the actors it takes, and their calls follow.
 - Pooled actors hold no CPUs in Ray. A group that takes them reserves their share of the node's
   CPUs in a placement group (:class:`CpuReservation`), so Ray's books show the CPUs in use as
   they do for a group that started its own actors.
@@ -41,10 +44,12 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, TypeVar
+from typing import Any, Iterator, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import WorkerTimeoutError
+from zoo_lite.learn.base.node_boards import boards_on
 from zoo_lite.learn.base.worker_actor import PooledWorkerActor, cluster_answers, end_actors
 
 __all__ = ["MAX_WARM_PER_NODE", "TIGHT_RETRY_S", "RESERVATION_NAME", "HAND_BACK_TIMEOUT_S", "WarmPool", "CpuReservation",
@@ -152,11 +157,29 @@ class WarmPool:
     def wait_until_warm(self, path: str, timeout_s: float) -> bool:
         """Wait until every idle actor of ``path`` finished its imports (for benchmarks and tests:
         a group takes them at any stage); False if some had not after ``timeout_s``."""
+        with self.gates_opened(path) as actors:
+            return self._all_warm(actors, time.monotonic() + timeout_s)
+
+    @contextmanager
+    def gates_opened(self, path: str) -> Iterator[list[Any]]:
+        """The idle actors of ``path``, their gates opened so that calls to them run (a call waits
+        behind ``park()`` otherwise), and parked again on exit; the pool is held meanwhile (for
+        benchmarks and tests that ask idle actors something)."""
+        with self._lock:
+            entries = list(self._usable(path))
+            for entry in entries:
+                self._open_gate(entry)
+            try:
+                yield [entry.actor for entry in entries]
+            finally:
+                for entry in entries:
+                    self._park(entry)
+
+    @staticmethod
+    def _all_warm(actors: list[Any], deadline: float) -> bool:
+        """Whether each of ``actors`` finished its imports by ``deadline`` (asked every 0.2 s)."""
         import ray
 
-        with self._lock:
-            actors = [entry.actor for entry in self._usable(path)]
-        deadline = time.monotonic() + timeout_s
         while actors:
             checks = [actor.warm.remote() for actor in actors]
             done, _ = ray.wait(checks, num_returns=len(checks), timeout=max(0.0, deadline - time.monotonic()))
@@ -178,6 +201,9 @@ class WarmPool:
             candidates = [entry for entry in pooled if not (entry.used and not used_too)]
             picked, left = pick_by_node([(entry.node_id, entry) for entry in candidates], rank_nodes)
             self._idle[path] = [entry for _, entry in left] + kept_back
+            for entry in picked:
+                if entry is not None:
+                    self._open_gate(entry)
         return [entry.actor if entry is not None else None for entry in picked]
 
     def fill(self, path: str, rank_nodes: Sequence[str]) -> None:
@@ -202,6 +228,7 @@ class WarmPool:
                     actor = actor_class.options(num_cpus=0, namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(
                         node, soft=False)).remote(path, self._min_available_mb)
                     kept.append(_Pooled(actor, node, actor.declined.remote()))
+                    self._park(kept[-1])
             self._idle[path] = kept
         end_actors([entry.actor for entry in extra], self.ray_address)
 
@@ -236,19 +263,35 @@ class WarmPool:
         self._idle[path] = usable
         return usable
 
+    def take_in_handed_back(self) -> None:
+        """Take in the workers handed back to this pool's cluster now (each closes its runner
+        while the caller goes on), rather than when the next group starts."""
+        with self._lock:
+            self._take_in_handed_back()
+
     def _take_in_handed_back(self) -> None:
         """Move the workers handed back to this pool's cluster in front of its idle actors (they
-        are warm), each asked to close its runner; a node's actors beyond
+        are warm), each asked to close its runner and park; a node's actors beyond
         :data:`MAX_WARM_PER_NODE` are ended. Call with the lock held."""
         ended = []
         for path, node, actor in _drain_handed_back(self.ray_address):
             idle = self._idle.setdefault(path, [])
             idle.insert(0, _Pooled(actor, node, actor.hand_back.remote(), used=True))
+            self._park(idle[0])
             on_node = [entry for entry in idle if entry.node_id == node]
             for extra in on_node[MAX_WARM_PER_NODE:]:
                 idle.remove(extra)
                 ended.append(extra.actor)
         end_actors(ended, self.ray_address)
+
+    def _park(self, entry: _Pooled) -> None:
+        """Have the idle actor of ``entry`` wait at its node's gate once its queued calls are done
+        (see :mod:`zoo_lite.learn.base.node_boards`: a quarter of the CPU of waiting in Ray's loop)."""
+        entry.actor.park.remote(boards_on(self.ray_address, entry.node_id), _gate_key(entry.actor))
+
+    def _open_gate(self, entry: _Pooled) -> None:
+        """Let the idle actor of ``entry`` leave its gate, to take the calls queued behind it."""
+        boards_on(self.ray_address, entry.node_id).open_gate.remote(_gate_key(entry.actor))
 
     def end(self) -> None:
         """End every idle actor of the pool, and the workers handed back to it (idempotent)."""
@@ -270,6 +313,11 @@ def _drain_handed_back(ray_address: str) -> list[tuple[str, str, Any]]:
             return drained
         if address == ray_address:
             drained.append((path, node, actor))
+
+
+def _gate_key(actor: Any) -> str:
+    """The key of ``actor``'s gate at its node's board: its Ray actor id."""
+    return actor._actor_id.hex()
 
 
 def _answer(declined: Any) -> Optional[str]:

@@ -85,6 +85,20 @@ class PooledWorkerActor(WorkerActor):
         """Whether its imports are over (they run in the background while it is idle)."""
         return self._warm.done()
 
+    def park(self, boards: Any, key: str) -> None:
+        """Wait, idle, at the gate ``key`` of the node's board actor ``boards`` until the pool
+        opens it for a group or a question; the calls sent meanwhile wait behind this one (see
+        :mod:`zoo_lite.learn.base.node_boards`). It has no time limit, being the idle state
+        itself: whoever opens the gate bounds its own wait for the calls that follow. Returns at
+        once if the board's process was lost (Ray starts it again; this worker then idles in Ray's
+        loop until parked again)."""
+        import ray
+
+        try:
+            ray.get(boards.parked.remote(key))
+        except ray.exceptions.RayActorError:
+            pass
+
     def become_worker(self, info: "WorkerInfo", runner_factory_bytes: bytes) -> None:
         """Become the worker of ``info``, with the group's runner factory pickled (by Ray's
         cloudpickle): it is unpickled only once the imports are done, since the two would import

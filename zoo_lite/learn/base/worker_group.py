@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from zoo_lite.errors import InvalidArgumentError, WorkerError, WorkerTimeoutError, ZooLiteError, check_positive_int
+from zoo_lite.learn.base.node_boards import GroupBoard, NodeBoards, start_board
 from zoo_lite.learn.base.ports import is_port_taken
 from zoo_lite.learn.base.warm_pool import CpuReservation, WarmPool, hand_back, pick_by_node, reserved_cpus_on, warm_pool_of
 from zoo_lite.learn.base.warm_up import runner_path, used_process_serves
@@ -85,86 +86,6 @@ _QUIET_HOST_S = 3.0
 _HOST_MISSED_A_BEAT_S = 1.5 * HEARTBEAT_INTERVAL_S
 #: terminal colour codes Ray puts in a task's traceback header; they garble logs and files
 _ANSI_CODES = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass(frozen=True)
-class _Silence:
-    """A worker whose heartbeats stopped: where it runs, and for how long it has been silent."""
-
-    rank: int
-    pid: int
-    host: str
-    silent_s: float
-
-
-class _ProgressBoard:
-    """One group's latest progress snapshot (rank 0's) and every worker's last heartbeat, timed by
-    the clock of the process that holds it, so the hosts' clocks need not agree."""
-
-    def __init__(self) -> None:
-        self.latest: dict[str, Any] = {}
-        self.beats: dict[int, tuple[float, int, str]] = {}
-
-    def silent(self, timeout_s: float) -> list[_Silence]:
-        """The workers that sent a heartbeat once and none for ``timeout_s`` since (a worker that
-        never sent one is still starting, which ``start_timeout_s`` bounds)."""
-        now = time.monotonic()
-        return [_Silence(rank, pid, host, now - last) for rank, (last, pid, host) in sorted(self.beats.items())
-                if now - last > timeout_s]
-
-
-class _ProgressBoards:
-    """Every group's :class:`_ProgressBoard` on one node: a small actor, one per node, started by
-    the first group whose rank 0 runs there and kept for the cluster's life (the workers run their
-    calls on their main thread, one at a time, so they cannot also answer questions). One per
-    node rather than one per group: each is a Ray worker process, about 0.7 s of CPU to start."""
-
-    def __init__(self) -> None:
-        self.boards: dict[str, _ProgressBoard] = {}
-
-    def _board(self, group: str) -> _ProgressBoard:
-        return self.boards.setdefault(group, _ProgressBoard())
-
-    def publish(self, group: str, progress: dict[str, Any]) -> None:
-        self._board(group).latest = progress
-
-    def read(self, group: str) -> dict[str, Any]:
-        board = self.boards.get(group)
-        return board.latest if board is not None else {}
-
-    def beat(self, group: str, rank: int, pid: int, host: str) -> None:
-        self._board(group).beats[rank] = (time.monotonic(), pid, host)
-
-    def silent(self, group: str, timeout_s: float) -> list[_Silence]:
-        board = self.boards.get(group)
-        return board.silent(timeout_s) if board is not None else []
-
-    def drop(self, group: str) -> None:
-        self.boards.pop(group, None)
-
-
-@dataclass(frozen=True)
-class GroupBoard:
-    """A group's board: its node's :class:`_ProgressBoards` actor and the group's key there. The
-    calls that return something give Ray object refs."""
-
-    boards: Any
-    group: str
-
-    def publish(self, progress: dict[str, Any]) -> None:
-        self.boards.publish.remote(self.group, progress)
-
-    def beat(self, rank: int, pid: int, host: str) -> None:
-        self.boards.beat.remote(self.group, rank, pid, host)
-
-    def read(self) -> Any:
-        return self.boards.read.remote(self.group)
-
-    def silent(self, timeout_s: float) -> Any:
-        return self.boards.silent.remote(self.group, timeout_s)
-
-    def drop(self) -> None:
-        self.boards.drop.remote(self.group)
 
 
 @dataclass(frozen=True)
@@ -296,7 +217,7 @@ def _cpu_holders(node_ids: set[str]) -> str:
     from zoo_lite.data.ray_xshards import PartitionOwner
 
     # zoo_lite's actors of 0 CPUs (a pooled worker's CPUs, once taken, are its group's reservation)
-    cpu_free_helpers = {_ProgressBoards.__name__, PartitionOwner.__name__, PooledWorkerActor.__name__}
+    cpu_free_helpers = {NodeBoards.__name__, PartitionOwner.__name__, PooledWorkerActor.__name__}
     holders = [actor for actor in actors(actor_state_name="ALIVE").values()
                if (actor.get("Address") or {}).get("NodeID") in node_ids and actor.get("ActorClassName") not in cpu_free_helpers]
     own = sum(1 for actor in holders if actor.get("ActorClassName") == WorkerActor.__name__)
@@ -313,37 +234,6 @@ def _cpu_holders(node_ids: set[str]) -> str:
 
 #: a rank's node, and how many workers share that node's CPUs
 _Place = tuple[_CpuNode, int]
-
-
-#: each Ray cluster's :class:`_ProgressBoards` actors, by node id (only the latest cluster's are kept)
-_boards_by_node: dict[str, dict[str, Any]] = {}
-_boards_lock = threading.Lock()
-
-
-def _boards_on(ray_address: str, node_id: str) -> Any:
-    """The :class:`_ProgressBoards` actor of the node ``node_id`` in the cluster at
-    ``ray_address``, started on first use. Pinned to that node: a zero-CPU actor placed freely
-    could land on a node just lost that Ray has not marked dead yet, and every worker's first
-    heartbeat would wait for Ray to place it again (about 10 s measured after a lost executor).
-    Ray starts it again if its process dies (its boards start empty)."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    with _boards_lock:
-        for address in [address for address in _boards_by_node if address != ray_address]:
-            del _boards_by_node[address]   # an earlier cluster's: they ended with it
-        on_nodes = _boards_by_node.setdefault(ray_address, {})
-        if node_id not in on_nodes:
-            on_nodes[node_id] = ray.remote(num_cpus=0, max_restarts=-1)(_ProgressBoards).options(
-                namespace=_NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
-        return on_nodes[node_id]
-
-
-def _start_board(ray_address: str, node_id: str) -> GroupBoard:
-    """A new group's progress and heartbeat board, on rank 0's node (see :func:`_boards_on`)."""
-    import uuid
-
-    return GroupBoard(_boards_on(ray_address, node_id), uuid.uuid4().hex)
 
 
 def _rank_places(nodes: list[_CpuNode], counts: list[int]) -> list[_Place]:
@@ -492,7 +382,7 @@ class WorkerGroup:
         #: the failure of the last call, where every worker ended it with a clear error of its own:
         #: the group stays for the next call
         self._clean_failure: Optional[BaseException] = None
-        self.progress_board = _start_board(self.ray_address, places[0][0].node_id)
+        self.progress_board = start_board(self.ray_address, places[0][0].node_id)
         infos = _worker_infos(places, self.progress_board)
         taken = standby.actors_for(self.ray_address, [node.node_id for node, _ in places]) if standby is not None else None
         if standby is not None:
@@ -781,8 +671,10 @@ class WorkerGroup:
         import ray
 
         if self.actors and ray.is_initialized() and self._in_current_ray():
-            if self._to_hand_back and warm_pool_of(self.ray_address) is not None:
+            pool = warm_pool_of(self.ray_address) if self._to_hand_back else None
+            if pool is not None:
                 hand_back(self.ray_address, runner_path(self._runner_factory), self._to_hand_back)
+                pool.take_in_handed_back()   # they close their runners now, not when the next group starts
                 self.actors = []
             else:
                 try:
