@@ -340,6 +340,8 @@ class KerasRunner(RunnerBase):
             self._update_totals(labels, output, summed / per_row)
             return tf.concat([tf.reshape(g if g is not None else tf.zeros_like(v), [-1]) for g, v in zip(gradients, variables)], 0)
 
+        sizes = [int(np.prod(v.shape)) for v in variables]   # each variable's part of the flat gradient
+
         def local_gradients(features: Any, labels: Any, global_rows: Any) -> Any:
             if chunk_rows is None:
                 return rows_gradients(features, labels, global_rows, 1.0)
@@ -351,12 +353,11 @@ class KerasRunner(RunnerBase):
                 share = tf.cast(tf.minimum(chunk_rows, rows - start), tf.float32) / tf.cast(rows, tf.float32)
                 return start + chunk_rows, total + rows_gradients(tf.nest.map_structure(cut, features), cut(labels), global_rows, share)
 
-            total = tf.zeros([sum(int(np.prod(v.shape)) for v in variables)], variables[0].dtype)
+            total = tf.zeros([sum(sizes)], variables[0].dtype)
             return tf.while_loop(lambda start, _: start < rows, add_slice, (tf.constant(0), total),
                                  maximum_iterations=(rows + chunk_rows - 1) // chunk_rows)[1]
 
         def apply(flat: Any) -> None:
-            sizes = [int(np.prod(v.shape)) for v in variables]
             parts = tf.split(flat, sizes)
             model.optimizer.apply_gradients([(tf.reshape(g, v.shape), v) for g, v in zip(parts, variables)])
 
