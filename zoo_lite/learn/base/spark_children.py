@@ -30,6 +30,11 @@ from zoo_lite.learn.base.warm_up import WORKER_PROCESS_ENV, BackgroundWarmUp
 
 __all__ = ["run_in_child", "child_main", "idle_child_pid"]
 
+#: what a child's work imports besides its runner, imported ahead with it: pyspark comes from
+#: Spark's pyspark.zip on the workers' path, which has no compiled files, so its import compiles
+#: every module from source (about 1 s of a Keras child's start, measured with py-spy)
+_WORK_IMPORTS = ("pyspark.cloudpickle", "zoo_lite.learn.base.spark_group")
+
 
 def _die_with_parent() -> None:
     """In the child, before it runs: SIGKILL it when its parent (the Python worker) dies, as
@@ -118,7 +123,7 @@ def child_main(fd: int, warm_path: str) -> None:
     """The child process: with ``warm_path``, import that runner in the background (unless memory
     is tight: then it ends at once); wait for its work, then run it with its parent's
     ``sys.path``, once the imports are done."""
-    warm = BackgroundWarmUp(warm_path) if warm_path else None
+    warm = BackgroundWarmUp(warm_path, also=_WORK_IMPORTS) if warm_path else None
     if warm is not None and warm.verdict() is not None:
         return
     channel = Connection(fd)

@@ -197,21 +197,26 @@ def _set_policy(thread_id: int, policy: int) -> bool:
 class BackgroundWarmUp:
     """:func:`warm_up_runner` in a thread of idle priority: it first checks the memory (see
     :func:`memory_too_tight`, with ``min_available_mb``), then imports, unless the memory is too
-    tight.
+    tight; then it imports the modules named in ``also``.
 
     Threads the imports start (a library's helper threads) inherit the idle priority; they are
     given normal priority again once the imports are done, where the system allows it.
 
     Examples
     --------
-    >>> warm = BackgroundWarmUp("zoo_lite.learn.base.framework:WorkerConfig", min_available_mb=0)
+    >>> "tabnanny" in sys.modules
+    False
+    >>> warm = BackgroundWarmUp("zoo_lite.learn.base.framework:WorkerConfig", min_available_mb=0, also=["tabnanny"])
     >>> warm.verdict() is None    # the memory check passed: it imports
     True
     >>> warm.finish()
+    >>> "tabnanny" in sys.modules
+    True
     """
 
-    def __init__(self, path: str, min_available_mb: Optional[float] = None) -> None:
+    def __init__(self, path: str, min_available_mb: Optional[float] = None, also: Sequence[str] = ()) -> None:
         self.path = path
+        self._also = tuple(also)   # modules the process's work imports besides the runner's
         self._min_available_mb = min_available_mb
         self._checked = threading.Event()
         self._declined: Optional[str] = None
@@ -230,6 +235,8 @@ class BackgroundWarmUp:
         before = set(_thread_ids())
         try:
             warm_up_runner(self.path)
+            for module in self._also:
+                importlib.import_module(module)
             # the imports' objects live as long as the process: out of the collector's full passes,
             # the collection of a worker handed back (and training's own) need not walk them
             # (torch's: 0.13 to 0.39 s per pass, then microseconds)
