@@ -67,6 +67,9 @@ def why_no_bare_hosts() -> Optional[str]:
 def hidden_on_bare_hosts() -> list[str]:
     """The folders a bare host must not see: the checkout, this environment, the interpreter it was
     made from, and the bare-host driver's environments (those below ``/tmp`` are hidden already)."""
+    # a folder is hidden by mounting over it, so the drivers' one must exist before the hosts are
+    # made: on a new machine it is made only when the first driver environment is built, later
+    (ENVIRONMENTS / "drivers").mkdir(parents=True, exist_ok=True)
     base = Path(sys.base_prefix).resolve()
     pyenv = next((parent for parent in base.parents if parent.name == ".pyenv"), base)
     folders = {str(_ROOT), str(Path(sys.prefix).resolve()), str(pyenv), str(ENVIRONMENTS / "drivers")}
