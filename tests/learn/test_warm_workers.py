@@ -92,16 +92,17 @@ def _fitted_on_warm_workers(make):
     return est
 
 
-def _idle_actors(path: str) -> list:
+def _idle_entries(path: str) -> list:
+    """The pool's idle entries of ``path`` (actor and node), the workers handed back taken in first."""
     _pool().idle_count(path)   # takes in the workers handed back
-    return [entry.actor for entry in _pool()._idle.get(path, [])]
+    return list(_pool()._idle.get(path, []))
 
 
 def _pooled_pids(path: str) -> set[int]:
     """The pids of the pool's idle actors of ``path`` (Ray's actor table), workers handed back included."""
     from ray._private.state import actors
 
-    idle = {actor._actor_id.hex() for actor in _idle_actors(path)}
+    idle = {entry.actor._actor_id.hex() for entry in _idle_entries(path)}
     return {int(entry["Pid"]) for entry in actors(actor_state_name="ALIVE").values() if entry["ActorID"] in idle}
 
 
@@ -109,12 +110,12 @@ def _all_parked(path: str, timeout_s: float = 30.0) -> bool:
     """Whether every idle actor of ``path`` waits at its node's gate (zoo_lite.learn.base.node_boards)
     within ``timeout_s``: a park() call reaches the board a few ms after it was sent."""
     from zoo_lite.learn.base.node_boards import boards_on
+    from zoo_lite.learn.base.warm_pool import _gate_key
 
     address = OrcaContext.get_ray_context().address
-    _pool().idle_count(path)   # takes in the workers handed back
-    entries = _pool()._idle.get(path, [])
+    entries = _idle_entries(path)
     nodes = {entry.node_id for entry in entries}
-    idle = {entry.actor._actor_id.hex() for entry in entries}
+    idle = {_gate_key(entry.actor) for entry in entries}
     deadline = time.monotonic() + timeout_s
     while True:
         parked = {key for node in nodes for key in ray.get(boards_on(address, node).parked_keys.remote(), timeout=10)}

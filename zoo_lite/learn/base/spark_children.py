@@ -30,9 +30,10 @@ from zoo_lite.learn.base.warm_up import WORKER_PROCESS_ENV, BackgroundWarmUp
 
 __all__ = ["run_in_child", "child_main", "idle_child_pid"]
 
-#: what a child's work imports besides its runner, imported ahead with it: pyspark comes from
-#: Spark's pyspark.zip on the workers' path, which has no compiled files, so its import compiles
-#: every module from source (about 1 s of a Keras child's start, measured with py-spy)
+#: what a child's work imports besides its runner, imported ahead with it so that the work does
+#: not wait for them: where pyspark comes from Spark's pyspark.zip (a host with no installed copy,
+#: see zoo_lite_startup.PYSPARK_HOOK), its import compiles every module from source, about 1 s of a
+#: Keras child's start (measured with py-spy)
 _WORK_IMPORTS = ("pyspark.cloudpickle", "zoo_lite.learn.base.spark_group")
 
 
