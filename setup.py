@@ -76,7 +76,7 @@ EXTRAS = {
     # datasets, transforms and models importable (zoo_lite.learn.pytorch.torchvision_import)
     "vision": ["torchvision>=0.20"],
     # moto's standalone server is the S3-compatible server the object-store tests start on loopback
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
     "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4", "matplotlib>=3.8"],  # matplotlib: the pictures on the Performance page
     # the documentation site (scripts/docs.sh); ruff formats the reference's signatures, playwright
     # drives the system's Chromium in the site's browser test

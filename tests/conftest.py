@@ -109,9 +109,12 @@ _GROUP_OF_FIXTURE = (("ray_local_cluster", 4), ("two_workers", 4), ("digits_fram
                      ("local_ray_spark", 2), ("sc", 1), ("spark", 1))
 
 
+_HOSTS_GROUP = 6
+
+
 def _module_group(items: list[pytest.Item]) -> int:
     if any(item.get_closest_marker("hosts") for item in items):
-        return 6
+        return _HOSTS_GROUP
     module_marks = getattr(items[0].module, "pytestmark", []) if hasattr(items[0], "module") else []
     if any(mark.name == "cluster" for mark in (module_marks if isinstance(module_marks, list) else [module_marks])):
         return 5
@@ -119,9 +122,15 @@ def _module_group(items: list[pytest.Item]) -> int:
     return next((group for name, group in _GROUP_OF_FIXTURE if name in used), 0)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks added here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the modules of tests/ grouped by the context they share (a stable sort: modules keep
-    their order within a group, tests theirs within a module); the docstring examples stay after."""
+    their order within a group, tests theirs within a module); the docstring examples stay after.
+
+    Under scripts/test.sh's two xdist workers (``--dist loadgroup``), each module (docstring
+    examples too) is one unit of work, and the multi-host modules one together (they build one simulated cluster): the units
+    go to whichever worker is free, in this order, with the groups reversed, so that the longest
+    (the clusters of their own, the multi-host tests) start first and the short ones fill the end."""
     here = Path(__file__).parent
     ours = [item for item in items if here in Path(str(item.fspath)).parents]
     if not ours:
@@ -130,10 +139,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in ours:
         by_module.setdefault(str(item.fspath), []).append(item)
     group = {path: _module_group(module_items) for path, module_items in by_module.items()}
-    ordered = sorted(ours, key=lambda item: group[str(item.fspath)])
+    in_a_worker = hasattr(config, "workerinput")
+    ordered = sorted(ours, key=lambda item: -group[str(item.fspath)] if in_a_worker else group[str(item.fspath)])
     start = items.index(ours[0])
     rest = [item for item in items if here not in Path(str(item.fspath)).parents]
     items[:] = rest[:start] + ordered + rest[start:]
+    if in_a_worker:
+        for item in items:
+            path = str(item.fspath)
+            item.add_marker(pytest.mark.xdist_group("hosts" if group.get(path) == _HOSTS_GROUP else path))
 
 
 def printed_result(done: "subprocess.CompletedProcess[str]") -> Any:
