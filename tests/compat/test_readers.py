@@ -63,7 +63,12 @@ NAMES_CASES = [
 ]
 
 
-@pytest.mark.parametrize("text, kwargs", NAMES_CASES, ids=[repr(kwargs) for _, kwargs in NAMES_CASES])
+def case_id(kwargs: dict) -> str:
+    """The keywords as a test id that is the same in every process (a function's repr holds its address)."""
+    return repr({name: f"<function {value.__name__}>" if callable(value) else value for name, value in kwargs.items()})
+
+
+@pytest.mark.parametrize("text, kwargs", NAMES_CASES, ids=[case_id(kwargs) for _, kwargs in NAMES_CASES])
 def test_read_csv_names_as_pandas(tmp_path, backend, text, kwargs):
     path = write(tmp_path, "f.csv", text)
     expected = pandas_read(pd.read_csv, path, **kwargs)
