@@ -12,6 +12,6 @@ ensure_chromium
 cd "$ROOT"
 workers="${ZOO_LITE_TEST_WORKERS:-2}"
 if [[ "$workers" -gt 1 ]] && unshare --mount true 2>/dev/null; then
-  set -- --tx "$workers*popen//python=$ROOT/scripts/_test_worker_python" --dist loadgroup --no-loadscope-reorder "$@"
+  set -- --tx "$workers*popen//python=$ROOT/scripts/_test_worker_python" --dist loadscope "$@"
 fi
 exec "$VENV/bin/python" -m pytest tests zoo_lite zoo_lite_startup.py "$@"

@@ -109,12 +109,9 @@ _GROUP_OF_FIXTURE = (("ray_local_cluster", 4), ("two_workers", 4), ("digits_fram
                      ("local_ray_spark", 2), ("sc", 1), ("spark", 1))
 
 
-_HOSTS_GROUP = 6
-
-
 def _module_group(items: list[pytest.Item]) -> int:
     if any(item.get_closest_marker("hosts") for item in items):
-        return _HOSTS_GROUP
+        return 6
     module_marks = getattr(items[0].module, "pytestmark", []) if hasattr(items[0], "module") else []
     if any(mark.name == "cluster" for mark in (module_marks if isinstance(module_marks, list) else [module_marks])):
         return 5
@@ -122,15 +119,13 @@ def _module_group(items: list[pytest.Item]) -> int:
     return next((group for name, group in _GROUP_OF_FIXTURE if name in used), 0)
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the modules of tests/ grouped by the context they share (a stable sort: modules keep
     their order within a group, tests theirs within a module); the docstring examples stay after.
 
-    Under scripts/test.sh's two xdist workers (``--dist loadgroup``), each module (docstring
-    examples too) is one unit of work, and the multi-host modules one together (they build one simulated cluster): the units
-    go to whichever worker is free, in this order, with the groups reversed, so that the longest
-    (the clusters of their own, the multi-host tests) start first and the short ones fill the end."""
+    In scripts/test.sh's xdist workers the groups go in reverse order: the longest units (the
+    multi-host packages, the modules with clusters of their own) start first, and the short ones
+    fill the end (see :func:`pytest_xdist_make_scheduler`)."""
     here = Path(__file__).parent
     ours = [item for item in items if here in Path(str(item.fspath)).parents]
     if not ours:
@@ -144,10 +139,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     start = items.index(ours[0])
     rest = [item for item in items if here not in Path(str(item.fspath)).parents]
     items[:] = rest[:start] + ordered + rest[start:]
-    if in_a_worker:
-        for item in items:
-            path = str(item.fspath)
-            item.add_marker(pytest.mark.xdist_group("hosts" if group.get(path) == _HOSTS_GROUP else path))
+
+
+#: the packages of multi-host tests: each builds one simulated cluster for its modules (a
+#: package-scoped fixture), so that its modules are one unit of work for xdist
+MULTI_HOST_PACKAGES = ("tests/cluster/", "tests/bare_hosts/")
+
+
+def unit_of_work(nodeid: str) -> str:
+    """The unit of work of a test for scripts/test.sh's xdist workers: its module (which shares
+    its module-scoped fixtures and context), or its multi-host package.
+
+    >>> unit_of_work("tests/learn/test_steps.py::test_one[a]"), unit_of_work("tests/cluster/test_x.py::test_y")
+    ('tests/learn/test_steps.py', 'tests/cluster/')
+    """
+    return next((package for package in MULTI_HOST_PACKAGES if nodeid.startswith(package)), nodeid.split("::", 1)[0])
+
+
+@pytest.hookimpl(optionalhook=True)   # called only where pytest-xdist runs the suite
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Give xdist's workers whole units of work (:func:`unit_of_work`), in the workers' collection
+    order. (xdist's own ``--dist loadgroup`` renames node ids, which pytest 9.2's ids no longer
+    allow: its groups are silently lost, and a module's tests are spread over both workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    config.option.loadscopereorder = False   # the collection's order: the longest units first
+    return UnitScheduling(config, log)
 
 
 def printed_result(done: "subprocess.CompletedProcess[str]") -> Any:
