@@ -16,7 +16,8 @@ round:
   a stage). With the pool on, the Keras child started by the first stage is waited for; (sk now)
   is the second fit right after the first, the child still importing.
 - the pool's cost on the node: memory (RSS and USS) of the idle processes of both frameworks,
-  and their CPU time while idle, as a share of one core.
+  and their CPU time while idle, as a share of one core; beside it, in the same window, as many
+  bare Ray actors with nothing imported, parked the same way (Ray's own floor).
 - the first fit after ``init_orca_context`` (pool empty), torch, against Ray Train's
   ``TorchTrainer`` on the same Ray, and the Spark backend's against PySpark's ``TorchDistributor``
   (as in ``bench_torch_fit.py`` and ``bench_spark_backend.py``, on the same tiny data).
@@ -231,17 +232,63 @@ def pooled_processes() -> list[psutil.Process]:
     return [psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)]
 
 
+class BareGate:
+    """Ray's floor, for reference: an async actor holding gates, as a node's board actor does."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.opened = asyncio.Event()
+
+    async def parked(self) -> None:
+        await self.opened.wait()
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+class BareIdle:
+    """Ray's floor, for reference: an actor with nothing imported, parked the way a pooled worker
+    is (its main thread blocked in ``ray.get`` on a gate's reply)."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def park(self, gate: Any) -> None:
+        import ray
+
+        ray.get(gate.parked.remote())
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    return sum(sum(process.cpu_times()[:2]) for process in processes)
+
+
 def pool_cost(frame: Any, batch: int) -> dict[str, float]:
-    """Memory of the idle pool of both frameworks (one node, 2 processes each), and its CPU share while idle."""
+    """Memory of the idle pool of both frameworks (one node, 2 processes each), and its CPU share
+    while idle; beside it, over the same window, the CPU share of as many bare Ray actors parked
+    the same way (Ray's own floor for idle processes that wait so)."""
+    import ray
+
     for keras_model in (False, True):
         pool_ready(frame, batch, keras_model)
     processes = pooled_processes()
+    gate = ray.remote(num_cpus=0)(BareGate).remote()
+    bare = [ray.remote(num_cpus=0)(BareIdle).remote() for _ in processes]
+    bare_processes = [psutil.Process(pid) for pid in ray.get([actor.pid.remote() for actor in bare], timeout=120)]
+    parked = [actor.park.remote(gate) for actor in bare]
+    time.sleep(2.0)   # the bare actors' start-up is not their idle cost
     memory = [process.memory_full_info() for process in processes]
-    before = sum(sum(process.cpu_times()[:2]) for process in processes)
+    before, bare_before = cpu_seconds(processes), cpu_seconds(bare_processes)
     time.sleep(IDLE_WATCH_S)
-    after = sum(sum(process.cpu_times()[:2]) for process in processes)
+    after, bare_after = cpu_seconds(processes), cpu_seconds(bare_processes)
+    ray.get(gate.open.remote(), timeout=60)
+    ray.get(parked, timeout=60)
+    for actor in [*bare, gate]:
+        ray.kill(actor)
     return {"processes": len(processes), "rss_mb": sum(m.rss for m in memory) / 2**20,
-            "uss_mb": sum(m.uss for m in memory) / 2**20, "idle_cpu_share": (after - before) / IDLE_WATCH_S}
+            "uss_mb": sum(m.uss for m in memory) / 2**20, "idle_cpu_share": (after - before) / IDLE_WATCH_S,
+            "bare_cpu_share": (bare_after - bare_before) / IDLE_WATCH_S}
 
 
 # -- first fits ------------------------------------------------------------------------------------------
@@ -313,6 +360,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cases[name].median
 
     idle_cpu = max(entry["idle_cpu_share"] for entry in cost)
+    worst = max(cost, key=lambda entry: entry["idle_cpu_share"])
     targets = [
         ("(rk) new Keras Estimator, Ray backend, pool on: call to end of first step, s (median)", median("rk_on"), "<= 1.5 s",
          median("rk_on") <= 1.5),
@@ -324,6 +372,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ("(sk) Keras, Spark backend, second fit, pool on, s (median)", median("sk_on"), "<= 2 s", median("sk_on") <= 2.0),
         ("(st) torch, Spark backend, second fit, pool on, s (median)", median("st_on"), "<= 1 s", median("st_on") <= 1.0),
         ("the pool's CPU while idle, share of one core (worst round)", f"{100 * idle_cpu:.2f} %", "<= 1 %", idle_cpu <= 0.01),
+        ("Ray's floor in that round: as many bare Ray actors parked the same way, nothing imported",
+         f"{100 * worst['bare_cpu_share']:.2f} %", "info", True),
         ("first fit after init, Ray backend / Ray Train (medians)", median("first_ray") / median("first_ray_train"), "info", True),
         ("first fit after init, Spark backend / TorchDistributor (medians)",
          median("first_spark") / median("first_distributor"), "info", True),
@@ -355,6 +405,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{memory['uss_mb']:.0f} MiB (memory of their own, shared libraries not counted)",
         f"- CPU while idle, over {IDLE_WATCH_S:.0f} s: "
         + ", ".join(f"{100 * entry['idle_cpu_share']:.2f} %" for entry in cost) + " of one core, by round",
+        f"- Ray's floor, the same window: {memory['processes']:.0f} bare Ray actors (nothing imported) whose main "
+        "thread blocks in `ray.get` on an async gate actor, as a pooled worker's does: "
+        + ", ".join(f"{100 * entry['bare_cpu_share']:.2f} %" for entry in cost) + " of one core, by round",
         "", "### First fit after `init_orca_context`, end to end, s: median (best–worst)", "",
         "| system | s |", "|---|---:|",
         f"| zoo_lite, Ray backend, torch (pool empty) | {cases['first_ray'].spread_cell()} |",
