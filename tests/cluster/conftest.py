@@ -39,7 +39,6 @@ def _module_rank(item: pytest.Item) -> int:
     return MODULE_ORDER.index(name) if name in MODULE_ORDER else -1
 
 
-@pytest.hookimpl(tryfirst=True)   # the hosts mark first: tests/conftest.py's hook (also tryfirst, called after) reads it
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     ours = [item for item in items if here in Path(str(item.fspath)).parents]
