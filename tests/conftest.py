@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: the packages of multi-host tests: each builds one simulated cluster for its modules (a
 #: package-scoped fixture), so that its modules are one unit of work for xdist (xdist's controller
 #: schedules by node id: it does not see the ``hosts`` mark these packages' conftests add)
-MULTI_HOST_PACKAGES = ("tests/cluster/",)
+MULTI_HOST_PACKAGES = ("tests/cluster/", "tests/bare_hosts/")
 
 
 def unit_of_work(nodeid: str) -> str:

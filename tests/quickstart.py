@@ -1,7 +1,7 @@
 """What the quickstart (``examples/quickstart.py``) must print, and the shell a user runs it from.
 
 ``tests/test_examples.py`` runs it as the README's commands do (``scripts/demo.sh`` form), from a
-shell where the venv is not activated; ``tests/cluster/test_jobs_across_hosts.py`` runs it under
+shell where the venv is not activated; ``tests/bare_hosts/test_bare_hosts.py`` runs it under
 ``scripts/spark-submit`` on the simulated cluster's hosts; both check its output here."""
 
 from __future__ import annotations

@@ -8,26 +8,21 @@ packing (the executors share this machine's folders)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tarfile
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
 
-from tests.conftest import printed_result
-from tests.environments import ROOT, make_venv, make_wheel, pip_install, this_environments_paths, venv_seeing_this_environment
+from tests.environments import venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.env_packing import CACHE_DIR_VARIABLE
 from zoo_lite.errors import InvalidArgumentError
 from zoo_lite.host_unpack import HOST_ENVS_FOLDER, LAUNCHERS_FOLDER, environment_key
 from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
-from zoo_lite.standalone import LoopbackStandaloneCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
 
@@ -98,80 +93,3 @@ def test_a_penv_archive_that_is_not_an_archive_file_is_refused_naming_it(archive
     with pytest.raises(InvalidArgumentError, match=rf"penv_archive='{archive}'.*{complaint}"):
         SparkSettings(cluster_mode="local-cluster", penv_archive=archive)
     SparkSettings(cluster_mode="standalone", master="spark://h:7077", penv_archive="hdfs:///envs/env.tar.gz")   # fetched by Spark
-
-
-#: a driver whose own environment is a tiny venv: zoo_lite and its packages come from this
-#: environment through PYTHONPATH, so that penv_archive="auto" packs only the tiny venv
-_AUTO_DRIVER = textwrap.dedent("""
-    import json, logging, sys
-    logging.basicConfig(level=logging.WARNING, format="LOG %(name)s %(message)s")
-    logging.getLogger("zoo_lite.env_packing").setLevel(logging.INFO)
-    from zoo_lite import init_orca_context, stop_orca_context
-    sc = init_orca_context(cluster_mode="local-cluster", num_nodes=1, cores=1, memory="1g", penv_archive="auto")
-    try:
-        archive = sc.getConf().get("spark.files").split(",")[0]
-        found = sc.parallelize([0], 1).map(lambda _: (__import__("sys").executable, __import__("tiny").VALUE)).collect()
-    finally:
-        stop_orca_context()
-    print("RESULT", json.dumps({"archive": archive, "found": found, "prefix": sys.prefix}))
-""")
-
-
-def test_penv_archive_auto_packs_the_running_environment_once_and_a_second_process_reuses_it(tmp_path) -> None:
-    env = make_venv(tmp_path / "driver_env")
-    pip_install(env, str(make_wheel(tmp_path, "tiny")))
-    variables = dict(os.environ, PYTHONPATH=os.pathsep.join(this_environments_paths()),
-                     ZOO_LITE_CACHE_DIR=str(tmp_path / "cache"))
-    runs = []
-    for _ in range(2):
-        done = subprocess.run([str(env / "bin" / "python"), "-c", _AUTO_DRIVER], capture_output=True, text=True,
-                              timeout=300, env=variables, cwd=tmp_path)
-        runs.append((printed_result(done), done.stderr))
-    (first, first_log), (second, second_log) = runs
-    assert first["prefix"] == str(env), first
-    [archive] = list((tmp_path / "cache").glob("driver_env-*.tar.gz"))
-    assert first["archive"] == second["archive"] == str(archive), (first, second)
-    for run in (first, second):
-        [(executor_python, tiny)] = run["found"]
-        assert f"/{HOST_ENVS_FOLDER}/" in executor_python and tiny == "tiny 1.0", run
-    assert first["found"][0][0] == second["found"][0][0]   # the second application ran what the first unpacked
-    assert "LOG zoo_lite.env_packing packed" in first_log, first_log
-    assert "LOG zoo_lite.env_packing reused" in second_log and "LOG zoo_lite.env_packing packed" not in second_log, second_log
-
-
-#: a spark-submit job: where its executors' Python runs, and an XShards job's result
-_SUBMITTED_JOB = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from zoo_lite import init_orca_context, stop_orca_context
-    from zoo_lite.data import XShards
-    sc = init_orca_context(cluster_mode="spark-submit")
-    try:
-        pythons = sorted(set(sc.parallelize(range(2), 2).map(lambda _: __import__("sys").executable).collect()))
-        shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
-        total = int(sum(shard["x"].sum() for shard in shards.collect()))
-    finally:
-        stop_orca_context()
-    print("RESULT", json.dumps({"pythons": pythons, "total": total, "driver": sys.executable}))
-""")
-
-
-def test_spark_submit_with_archives_runs_the_executors_on_the_unpacked_environment_in_client_mode(tmp_path) -> None:
-    """As a Spark user writes it: ``--archives env.tar.gz#env`` and ``spark.pyspark.python``,
-    against a standalone master. (Spark refuses cluster deploy mode for Python applications on
-    standalone masters; that mode is YARN's and Kubernetes'.)"""
-    archive = environment_archive(tmp_path)
-    job = tmp_path / "job.py"
-    job.write_text(_SUBMITTED_JOB)
-    cluster = LoopbackStandaloneCluster.start(num_workers=1, cores=1, memory_mb=1024)
-    try:
-        done = subprocess.run([str(ROOT / "scripts" / "spark-submit"), "--master", cluster.master_url,
-                               "--archives", f"{archive}#env", "--conf", "spark.pyspark.python=./env/bin/python",
-                               "--conf", f"spark.pyspark.driver.python={sys.executable}", str(job)],
-                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    finally:
-        cluster.stop()
-    found = printed_result(done)
-    [executor_python] = found["pythons"]
-    assert executor_python.endswith("/env/bin/python") and executor_python.startswith("/"), found
-    assert found["total"] == 12 and found["driver"] == sys.executable, found

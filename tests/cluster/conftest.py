@@ -9,8 +9,6 @@ reaper process takes it down if the session itself is killed). Where namespaces 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -19,7 +17,7 @@ import pytest
 from tests.cluster import jobs
 from tests.cluster.agent import Agent
 from tests.cluster.namespaces import why_unavailable
-from tests.cluster.reaper import start_reaper, stop_reaper
+from tests.cluster.reaper import reaped_cluster
 from tests.cluster.simulated import SimulatedCluster
 
 #: where cluster folders go: not /tmp, which every simulated host has its own of
@@ -28,10 +26,9 @@ CLUSTER_FOLDERS = "/var/tmp"
 SESSION_HOSTS_STYLE = "debian"
 
 
-#: the modules in the order they run: the ones on the cluster's driver agent, then its stop, then the
-#: spark-submit jobs, which need the cores that driver holds (they close it first: free_worker_cores)
-MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_failures_across_hosts", "test_stop_across_hosts",
-                "test_jobs_across_hosts")
+#: the modules in the order they run: the ones on the cluster's driver agent, then its stop (the
+#: spark-submit jobs run on the bare-host cluster: tests/bare_hosts)
+MODULE_ORDER = ("test_data_across_hosts", "test_learn_across_hosts", "test_failures_across_hosts", "test_stop_across_hosts")
 
 
 def _module_rank(item: pytest.Item) -> int:
@@ -56,16 +53,9 @@ def simulated_cluster() -> Iterator[SimulatedCluster]:
     why = why_unavailable()
     if why is not None:
         pytest.skip(f"the multi-host tests need simulated hosts, which cannot be made here: {why}")
-    folder = Path(tempfile.mkdtemp(prefix="zoo_lite-hosts-", dir=CLUSTER_FOLDERS))
-    reaper = start_reaper(folder)
-    try:
-        cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style=SESSION_HOSTS_STYLE, worker_memory="3g")
+    with reaped_cluster("zoo_lite-hosts-", CLUSTER_FOLDERS, worker_hosts=2, hosts_style=SESSION_HOSTS_STYLE,
+                        worker_memory="3g") as cluster:
         yield cluster
-        left = cluster.down()
-        assert not left, f"processes left on the simulated hosts after the multi-host tests: {left}"
-    finally:
-        stop_reaper(reaper)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="package")
@@ -91,13 +81,6 @@ _running_agents: list[Agent] = []
 def _close_running_agents() -> None:
     while _running_agents:
         _running_agents.pop().close()
-
-
-@pytest.fixture
-def free_worker_cores() -> None:
-    """Every worker core free for a new application: the agents, if some test started them, are
-    closed (their contexts, which hold the cores while they run, stop as they exit)."""
-    _close_running_agents()
 
 
 @pytest.fixture(scope="package")
