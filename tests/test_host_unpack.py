@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import pytest
 
 from tests.environments import make_venv, make_wheel, pip_install
 from zoo_lite.env_packing import pack_environment
-from zoo_lite.host_unpack import HOST_ENVS_FOLDER, environment_key, host_unpacked_conf, write_launcher
+from zoo_lite.host_unpack import (ARCHIVE_LINK_PREFIX, HOST_ENVS_FOLDER, STALE_AFTER_S, environment_key, host_unpacked_conf, link_archive,
+                                  write_launcher)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -42,10 +44,11 @@ def counted_tar(tmp_path) -> tuple[dict[str, str], Path]:
 
 
 def executor_folder(work: Path, application: str, executor: str, archive: Path, launcher: Path) -> Path:
-    """An executor's working folder as Spark fills it: the fetched files, the launcher executable."""
+    """An executor's working folder as Spark fills it: the fetched files (the archive under the
+    name it is shipped as), the launcher executable."""
     folder = work / application / executor
     folder.mkdir(parents=True)
-    shutil.copy(archive, folder)
+    shutil.copy(archive, folder / (ARCHIVE_LINK_PREFIX + environment_key(str(archive))))
     shutil.copy(launcher, folder)
     return folder
 
@@ -109,9 +112,25 @@ def test_a_launcher_that_cannot_unpack_fails_with_tars_message_and_leaves_no_env
     assert not (tmp_path / "work" / HOST_ENVS_FOLDER / key / ".zoo_lite-unpacked").exists()
 
 
-def test_the_conf_ships_the_archive_and_launcher_as_files_and_runs_the_launcher(tiny_archive, tmp_path):
-    launcher = write_launcher(str(tiny_archive), tmp_path / "launchers")
-    assert host_unpacked_conf(str(tiny_archive), launcher) == {
-        "spark.files": f"{tiny_archive},{launcher}", "spark.pyspark.python": f"./{launcher.name}"}
+def test_the_conf_ships_the_archive_under_a_name_spark_leaves_packed_and_runs_the_launcher(tiny_archive, tmp_path):
+    conf = host_unpacked_conf(str(tiny_archive), tmp_path / "launchers")
+    link, launcher = (Path(path) for path in conf["spark.files"].split(","))
+    assert conf["spark.pyspark.python"] == f"./{launcher.name}" and launcher.parent == link.parent == tmp_path / "launchers"
+    # Spark untars a fetched file named *.tar.gz, *.tgz or *.tar: in the driver's folder and each executor's
+    assert not link.name.endswith((".tar.gz", ".tgz", ".tar")) and link.samefile(tiny_archive)
     assert os.access(launcher, os.X_OK) and launcher.name.endswith(environment_key(str(tiny_archive)))
-    assert sys.executable not in launcher.read_text()
+    assert sys.executable not in launcher.read_text() and link.name in launcher.read_text()
+
+
+def test_the_shipped_file_of_an_archive_that_is_gone_is_removed_an_hour_later(tiny_archive, tmp_path, monkeypatch):
+    older, newer = tmp_path / "env-1.tar.gz", tmp_path / "env-2.tar.gz"
+    shutil.copy(tiny_archive, older)
+    shutil.copy(tiny_archive, newer)
+    old_link = link_archive(str(older), tmp_path / "launchers")
+    older.unlink()   # as zoo_lite's cache removes an environment's older archives
+    link_archive(str(newer), tmp_path / "launchers")
+    assert old_link.is_file(), "removed at once: an application started before may still serve it"
+    an_hour_later = time.time() + STALE_AFTER_S + 1
+    monkeypatch.setattr(time, "time", lambda: an_hour_later)   # a file's change time cannot be set back
+    new_link = link_archive(str(newer), tmp_path / "launchers")
+    assert new_link.samefile(newer) and not old_link.exists()

@@ -8,6 +8,7 @@ packing (the executors share this machine's folders)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import tarfile
 from pathlib import Path
@@ -15,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from pyspark import SparkFiles
 
 from tests.environments import venv_seeing_this_environment
 from zoo_lite import OrcaContext, init_orca_context, stop_orca_context
 from zoo_lite.data import XShards
 from zoo_lite.env_packing import CACHE_DIR_VARIABLE
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.host_unpack import HOST_ENVS_FOLDER, LAUNCHERS_FOLDER, environment_key
+from zoo_lite.host_unpack import ARCHIVE_LINK_PREFIX, HOST_ENVS_FOLDER, LAUNCHERS_FOLDER, environment_key
 from zoo_lite.spark_settings import SparkSettings, spark_master_and_conf
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(400)]
@@ -42,7 +44,9 @@ def test_the_executors_and_their_ray_processes_run_the_unpacked_environments_pyt
                       penv_archive=str(archive))
     try:
         sc = OrcaContext.get_spark_context()
-        [executor_python] = sc.parallelize([0], 1).map(lambda _: __import__("sys").executable).collect()
+        [(executor_python, executor_folder)] = sc.parallelize([0], 1).map(
+            lambda _: (__import__("sys").executable, sorted(__import__("os").listdir()))).collect()
+        driver_folder = sorted(os.listdir(SparkFiles.getRootDirectory()))
         shards = XShards.partition({"x": np.arange(4)}, num_shards=2).transform_shard(lambda shard: {"x": shard["x"] * 2})
         doubled = np.concatenate([shard["x"] for shard in shards.collect()])
         [node] = OrcaContext.get_ray_context().nodes
@@ -56,6 +60,11 @@ def test_the_executors_and_their_ray_processes_run_the_unpacked_environments_pyt
     assert Path(executor_python).parent.parent.parent.name == HOST_ENVS_FOLDER, executor_python
     np.testing.assert_array_equal(doubled, [0, 2, 4, 6])
     assert pythons and set(pythons) == {executor_python}, pythons   # the watchdog and the node's Python processes
+    # the archive travels packed: Spark untars a file of spark.files named *.tar.gz where it fetches it
+    key = environment_key(str(archive))
+    shipped = [f"{ARCHIVE_LINK_PREFIX}{key}", f"zoo_lite-python-{key}"]
+    assert [name for name in executor_folder if name not in ("stderr", "stdout")] == shipped, executor_folder   # its logs
+    assert driver_folder == shipped, driver_folder
 
 
 @pytest.mark.parametrize("mode, master", [("local-cluster", None), ("standalone", "spark://h:7077")])
@@ -66,20 +75,25 @@ def test_on_a_spark_worker_penv_archive_travels_as_a_file_with_the_launcher_that
     archive.write_bytes(b"")
     _, conf = spark_master_and_conf(SparkSettings(cluster_mode=mode, master=master, penv_archive=str(archive),
                                                   conf={"spark.files": "/data/lookup.csv"}))
-    launcher = tmp_path / "cache" / LAUNCHERS_FOLDER / f"zoo_lite-python-{environment_key(str(archive))}"
-    assert conf["spark.files"] == f"{archive},{launcher},/data/lookup.csv" and launcher.is_file()
+    folder, key = tmp_path / "cache" / LAUNCHERS_FOLDER, environment_key(str(archive))
+    link, launcher = folder / f"{ARCHIVE_LINK_PREFIX}{key}", folder / f"zoo_lite-python-{key}"
+    assert conf["spark.files"] == f"{link},{launcher},/data/lookup.csv" and launcher.is_file()
+    assert link.samefile(archive)
     assert conf["spark.pyspark.python"] == f"./{launcher.name}" and "spark.archives" not in conf
     assert "spark.python.daemon.module" not in conf   # zoo_lite's quiet daemon is for the driver's own Python
 
 
 @pytest.mark.parametrize("settings", [{"cluster_mode": "k8s-client", "master": "k8s://https://h:6443", "container_image": "spark:4"},
                                       {"cluster_mode": "standalone", "master": "spark://h:7077",
-                                       "python_location": "./python_env/bin/python3"}], ids=["k8s", "python_location"])
+                                       "python_location": "./python_env/bin/python3"},
+                                      {"cluster_mode": "standalone", "master": "spark://h:7077",
+                                       "penv_archive": "hdfs:///envs/env.tar.gz"}], ids=["k8s", "python_location", "uri"])
 def test_elsewhere_penv_archive_is_unpacked_as_python_env_whose_python_the_executors_run(tmp_path, settings) -> None:
     archive = tmp_path / "env.tar.gz"
     archive.write_bytes(b"")
-    _, conf = spark_master_and_conf(SparkSettings(**settings, penv_archive=str(archive)))
-    assert conf["spark.archives"] == f"{archive}#python_env"
+    settings = {"penv_archive": str(archive), **settings}
+    _, conf = spark_master_and_conf(SparkSettings(**settings))
+    assert conf["spark.archives"] == f"{settings['penv_archive']}#python_env" and "spark.files" not in conf
     assert conf["spark.pyspark.python"] == settings.get("python_location", "./python_env/bin/python")
     _, local = spark_master_and_conf(SparkSettings(cluster_mode="local", penv_archive=str(archive)))
     assert "spark.archives" not in local and local["spark.pyspark.python"] == sys.executable   # local tasks run this Python

@@ -74,6 +74,7 @@ __all__ = [
     "environment_fingerprint",
     "archive_path",
     "pack_environment",
+    "local_path",
     "check_archive",
     "check_penv_archive",
     "penv_archive_needs_packing",
@@ -503,8 +504,14 @@ def pack_environment(prefix: Union[str, Path] = sys.prefix, cache_dir: Optional[
     return archive
 
 
-def _local_path(value: str) -> Optional[str]:
-    """The local path ``value`` names (a plain path, or a ``file://`` URI); None for a remote URI."""
+def local_path(value: str) -> Optional[str]:
+    """The local path ``value`` names (a plain path, or a ``file://`` URI); None for a remote URI.
+
+    Examples
+    --------
+    >>> local_path("file:///envs/env.tar.gz"), local_path("env.tar.gz"), local_path("hdfs:///envs/env.tar.gz")
+    ('/envs/env.tar.gz', 'env.tar.gz', None)
+    """
     if "://" not in value:
         return value
     return value[len("file://"):] if value.startswith("file://") else None
@@ -528,7 +535,7 @@ def check_archive(archive: Any, argument: str = "penv_archive") -> None:
         raise InvalidArgumentError(
             f"{argument}={archive!r} must name an archive of a Python environment ({', '.join(ARCHIVE_SUFFIXES)}), "
             f"as conda-pack or venv-pack write it: {how_to_pack} and pass its path")
-    local = _local_path(archive)
+    local = local_path(archive)
     if local is not None and not os.path.isfile(local):
         raise InvalidArgumentError(
             f"{argument}={archive!r}: no such file on the driver's host ({os.path.abspath(local)}); {how_to_pack}, "
@@ -542,7 +549,7 @@ def _environment_to_pack(value: Any) -> Optional[Path]:
         _require_environment(Path(sys.prefix), f"penv_archive='auto' packs this Python's environment, but "
                                                f"sys.prefix={sys.prefix!r}, which")
         return Path(sys.prefix)
-    local = _local_path(value) if isinstance(value, str) else None
+    local = local_path(value) if isinstance(value, str) else None
     if local is not None and os.path.isdir(local):
         _require_environment(Path(local), f"penv_archive={value!r}")
         return Path(local)

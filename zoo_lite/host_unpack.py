@@ -4,9 +4,15 @@ With ``spark.archives``, a Spark standalone worker fetches ``penv_archive`` and 
 each executor's own folder, again for every executor and every application: a minute per
 executor for an environment of torch and TensorFlow. Where the cluster manager keeps no cache of
 its own (standalone and ``local-cluster``; YARN caches localized archives per node, a Kubernetes
-pod is new each time), zoo_lite ships the archive as a file instead (``spark.files``, fetched
-once per application and host, not unpacked) with a small launcher script, which Spark runs as
-the executors' Python (``spark.pyspark.python``). The launcher:
+pod is new each time), zoo_lite ships a local archive as a file instead (``spark.files``, fetched
+once per application and host) with a small launcher script, which Spark runs as the executors'
+Python (``spark.pyspark.python``).
+
+The file goes under a name of its own, ``zoo_lite-archive-<key>`` (a link in zoo_lite's cache
+folder, :func:`link_archive`): Spark untars every file of ``spark.files`` whose name ends in
+``.tar.gz``, ``.tgz`` or ``.tar`` where it fetches it, in the driver's folder of files and in each
+executor's, which would unpack the whole environment twice more per host and application for
+nothing. The launcher:
 
 - unpacks the archive once per host into ``zoo_lite-envs/<key>`` in the Spark worker's work
   folder (two levels above the executor's own), under ``flock``, so that two executors starting
@@ -27,14 +33,25 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
+import time
 from pathlib import Path
+from typing import Callable
 
-__all__ = ["HOST_ENVS_FOLDER", "LAUNCHERS_FOLDER", "environment_key", "launcher_text", "write_launcher", "host_unpacked_conf"]
+__all__ = ["HOST_ENVS_FOLDER", "LAUNCHERS_FOLDER", "ARCHIVE_LINK_PREFIX", "STALE_AFTER_S", "environment_key", "launcher_text", "link_archive",
+           "write_launcher", "host_unpacked_conf"]
 
 #: the folder of unpacked environments, in the Spark worker's work folder
 HOST_ENVS_FOLDER = "zoo_lite-envs"
-#: where the driver writes the launchers, in zoo_lite's cache folder of archives
+#: where the driver writes the launchers and the archives' links, in zoo_lite's cache folder of archives
 LAUNCHERS_FOLDER = "launchers"
+#: the name an archive is shipped under, before its key: no suffix that Spark would untar
+ARCHIVE_LINK_PREFIX = "zoo_lite-archive-"
+_LAUNCHER_PREFIX = "zoo_lite-python-"
+#: a shipped archive's file that is its archive's only name (the archive was removed, or it is a
+#: copy) is removed this long after that, when another archive is shipped: an application that
+#: started before may still serve it to executors that join late
+STALE_AFTER_S = 3600.0
 #: how long an executor waits for another one that unpacks the same environment on its host
 _UNPACK_WAIT_S = 1800
 #: the file written last into an unpacked environment: it is complete
@@ -101,43 +118,106 @@ def _extract_command(archive_name: str) -> str:
 
 
 def launcher_text(archive: str, key: str) -> str:
-    """The launcher script for ``archive`` (shipped beside it), unpacking into ``key``.
+    """The launcher script for ``archive``, shipped beside it as ``zoo_lite-archive-<key>``,
+    unpacking into ``key``.
 
     Examples
     --------
     >>> text = launcher_text("/cache/env.tar.gz", "env-0123")
-    >>> text.startswith("#!/bin/sh") and 'archive="$here/env.tar.gz"' in text
+    >>> text.startswith("#!/bin/sh") and 'archive="$here/zoo_lite-archive-env-0123"' in text
     True
     """
-    name = os.path.basename(archive.rstrip("/"))
-    for value, what in ((name, "the archive's name"), (key, "the key")):
-        if shlex.quote(value) != value:
-            raise ValueError(f"{what} {value!r} holds characters a shell would read; rename the archive")
-    return _LAUNCHER.format(archive=name, envs=HOST_ENVS_FOLDER, key=key, ready=_READY_MARKER, wait_s=_UNPACK_WAIT_S,
-                            extract=_extract_command(name))
+    if shlex.quote(key) != key:
+        raise ValueError(f"the key {key!r} holds characters a shell would read; rename the archive {archive!r}")
+    return _LAUNCHER.format(archive=ARCHIVE_LINK_PREFIX + key, envs=HOST_ENVS_FOLDER, key=key, ready=_READY_MARKER,
+                            wait_s=_UNPACK_WAIT_S, extract=_extract_command(os.path.basename(archive.rstrip("/"))))
+
+
+def _replace_atomically(path: Path, make: Callable[[Path], None]) -> None:
+    """``make(partial)`` beside ``path``, then rename it over ``path``: no reader sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.unlink(missing_ok=True)
+    make(partial)
+    os.replace(partial, path)
+
+
+def link_archive(archive: str, folder: Path) -> Path:
+    """The local file ``archive`` in ``folder`` under the name ``zoo_lite-archive-<key>`` (a name
+    Spark does not untar), which ``spark.files`` ships: a hard link, or a copy where ``folder`` is
+    on another file system (Spark ships a symbolic link under its target's name). Files of this
+    kind that nothing else links to any more (their archive was removed, as zoo_lite's cache
+    removes older archives) and that are older than :data:`STALE_AFTER_S` are removed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> archive = folder / "env.tar.gz"
+    >>> _ = archive.write_bytes(b"")
+    >>> link = link_archive(str(archive), folder / "launchers")
+    >>> link.name == ARCHIVE_LINK_PREFIX + environment_key(str(archive)), link.samefile(archive)
+    (True, True)
+    """
+    folder = Path(folder)
+    link = folder / (ARCHIVE_LINK_PREFIX + environment_key(archive))
+    _remove_stale_links(folder, keep=link)
+    if link.is_file() and link.stat().st_size == os.path.getsize(archive):
+        return link
+
+    def hard_link_or_copy(partial: Path) -> None:
+        try:
+            os.link(archive, partial)
+        except OSError:   # another file system, or one without hard links
+            shutil.copyfile(archive, partial)
+
+    _replace_atomically(link, hard_link_or_copy)
+    return link
+
+
+def _remove_stale_links(folder: Path, keep: Path) -> None:
+    now = time.time()
+    for path in folder.glob(f"{ARCHIVE_LINK_PREFIX}*"):
+        try:
+            stat = path.stat()
+            if path != keep and stat.st_nlink == 1 and now - stat.st_ctime > STALE_AFTER_S:
+                path.unlink()
+        except OSError:   # removed meanwhile by another driver
+            continue
 
 
 def write_launcher(archive: str, folder: Path) -> Path:
     """Write the launcher of ``archive`` into ``folder`` (named after its key, so that two archives
     never share one) and return its path."""
     key = environment_key(archive)
-    path = Path(folder) / f"zoo_lite-python-{key}"
+    path = Path(folder) / f"{_LAUNCHER_PREFIX}{key}"
     text = launcher_text(archive, key)
     if not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text(text)
-        partial.chmod(0o755)
-        os.replace(partial, path)
+        def write(partial: Path) -> None:
+            partial.write_text(text)
+            partial.chmod(0o755)
+
+        _replace_atomically(path, write)
     return path
 
 
-def host_unpacked_conf(archive: str, launcher: Path) -> dict[str, str]:
-    """The conf that ships ``archive`` and its ``launcher`` as files; the executors run the launcher.
+def host_unpacked_conf(archive: str, folder: Path) -> dict[str, str]:
+    """Write the launcher of the local file ``archive`` and its link into ``folder``; the conf that
+    ships both as files and runs the launcher as the executors' Python.
 
     Examples
     --------
-    >>> host_unpacked_conf("/envs/env.tar.gz", Path("/cache/zoo_lite-python-env-0123"))
-    {'spark.files': '/envs/env.tar.gz,/cache/zoo_lite-python-env-0123', 'spark.pyspark.python': './zoo_lite-python-env-0123'}
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> archive = folder / "env.tar.gz"
+    >>> _ = archive.write_bytes(b"")
+    >>> conf = host_unpacked_conf(str(archive), folder / "launchers")
+    >>> key = environment_key(str(archive))
+    >>> conf["spark.files"] == f"{folder}/launchers/zoo_lite-archive-{key},{folder}/launchers/zoo_lite-python-{key}"
+    True
+    >>> conf["spark.pyspark.python"] == f"./zoo_lite-python-{key}"
+    True
     """
-    return {"spark.files": f"{archive},{launcher}", "spark.pyspark.python": f"./{launcher.name}"}
+    link = link_archive(archive, folder)
+    launcher = write_launcher(archive, folder)
+    return {"spark.files": f"{link},{launcher}", "spark.pyspark.python": f"./{launcher.name}"}

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
-from zoo_lite.env_packing import check_penv_archive
+from zoo_lite.env_packing import check_penv_archive, local_path
 from zoo_lite.errors import ContextError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -585,11 +585,13 @@ HOST_UNPACK_MODES = ("local-cluster", "standalone")
 
 
 def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
-    """``penv_archive`` as Spark ships it. On standalone and ``local-cluster``: as a file with a
-    launcher, which Spark runs as the executors' Python and which unpacks the archive once per
-    host (:func:`zoo_lite.host_unpack.write_launcher` writes it into the cache folder). Elsewhere,
-    or when ``python_location`` names an interpreter of the archive: unpacked as ``./python_env``
-    in each executor's working directory (``spark.archives``), whose Python the executors run.
+    """``penv_archive`` as Spark ships it. A local archive on standalone and ``local-cluster``: as a
+    file with a launcher, which Spark runs as the executors' Python and which unpacks the archive
+    once per host (:func:`zoo_lite.host_unpack.host_unpacked_conf` writes it into the cache
+    folder). Elsewhere, for an archive's URI (which zoo_lite cannot link under a name Spark leaves
+    packed), or when ``python_location`` names an interpreter of the archive: unpacked as
+    ``./python_env`` in each executor's working directory (``spark.archives``), whose Python the
+    executors run.
 
     Examples
     --------
@@ -601,11 +603,11 @@ def shipped_environment_conf(settings: SparkSettings) -> dict[str, str]:
     """
     if not settings.penv_archive:
         return {}
-    if settings.cluster_mode in HOST_UNPACK_MODES and settings.python_location is None:
+    local_archive = local_path(settings.penv_archive)
+    if settings.cluster_mode in HOST_UNPACK_MODES and settings.python_location is None and local_archive is not None:
         from zoo_lite.env_packing import default_cache_dir
-        from zoo_lite.host_unpack import LAUNCHERS_FOLDER, host_unpacked_conf, write_launcher
+        from zoo_lite.host_unpack import LAUNCHERS_FOLDER, host_unpacked_conf
 
-        launcher = write_launcher(settings.penv_archive, default_cache_dir() / LAUNCHERS_FOLDER)
-        return host_unpacked_conf(settings.penv_archive, launcher)
+        return host_unpacked_conf(local_archive, default_cache_dir() / LAUNCHERS_FOLDER)
     return {"spark.archives": f"{settings.penv_archive}#{SHIPPED_ENV_FOLDER}",
             "spark.pyspark.python": settings.python_location or f"./{SHIPPED_ENV_FOLDER}/bin/python"}

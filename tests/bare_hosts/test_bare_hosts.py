@@ -180,6 +180,13 @@ def unpacked_environments(cluster, host: str) -> list[Path]:
     return sorted(path for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else []
 
 
+def unpacked_in_application_folders(cluster, host: str) -> list[str]:
+    """Environments unpacked in ``host``'s applications' folders, where Spark untars a shipped file
+    named ``*.tar.gz`` (``penv_archive`` goes once per host, into :data:`HOST_ENVS_FOLDER`)."""
+    work = cluster.hosts[host].path(cluster.work_dir(host))
+    return sorted(str(path.relative_to(work)) for path in work.glob("app-*/*/pyvenv.cfg"))
+
+
 def test_a_second_application_with_auto_neither_packs_nor_unpacks_again_and_leaves_nothing_behind(
         bare_cluster, free_worker_cores) -> None:
     assert_hosts_clean(bare_cluster)
@@ -202,6 +209,7 @@ def test_a_second_application_with_auto_neither_packs_nor_unpacks_again_and_leav
         assert (unpacked[host][0] / ".zoo_lite-unpacked").stat().st_mtime_ns == unpacked_at[host], "unpacked again"
         tmp = bare_cluster.hosts[host].path("/tmp")
         assert not [path for path in tmp.rglob("python*") if path.parent.name == "bin"], f"an environment in {host}'s /tmp"
+        assert unpacked_in_application_folders(bare_cluster, host) == [], f"unpacked in {host}'s applications' folders"
 
 
 def test_spark_submit_with_archives_runs_the_quickstart_on_bare_hosts_whose_names_do_not_resolve(
