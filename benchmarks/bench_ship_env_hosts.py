@@ -21,9 +21,13 @@ Runs, in this order, on the same hosts:
   application unpacks again: the reference for the host cache. Run once before it as well, so
   that both are second applications.
 
+``--env torch`` runs the same on a torch-only driver environment: the project's, less TensorFlow,
+Keras, TensorFlow Datasets and their own big dependencies (:data:`TENSORFLOW_DISTRIBUTIONS`).
+
 Run from the repository root, as root::
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py               # ~15 min
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py --env torch
     PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py --second-only --rounds 3
 
 It prints a markdown section for ``benchmarks/RESULTS.md``.
@@ -51,6 +55,11 @@ from tests.cluster.simulated import SimulatedCluster  # noqa: E402
 from zoo_lite.host_unpack import HOST_ENVS_FOLDER  # noqa: E402
 
 _RUN_TIMEOUT_S = 1800.0
+#: what ``--env torch`` leaves out of the project's environment
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow-cpu", "keras", "tensorflow-datasets", "tensorflow-metadata", "libclang")
+#: the driver environments ``--env`` chooses from: what each leaves out, and how the report names it
+ENVIRONMENTS = {"project": ((), "torch and TensorFlow: the whole project environment"),
+                "torch": (TENSORFLOW_DISTRIBUTIONS, "torch, no TensorFlow")}
 
 # one driver process: its times, and the hosts and Pythons its tasks ran on
 _DRIVER = textwrap.dedent("""
@@ -76,8 +85,8 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
-def run_driver(cluster: SimulatedCluster, archives: Path, way: str, archive: str) -> dict[str, Any]:
-    done = cluster.run("driver", [cluster.python("driver"), "-c", _DRIVER, cluster.master_url, way, archive],
+def run_driver(cluster: SimulatedCluster, driver_env: Path, archives: Path, way: str, archive: str) -> dict[str, Any]:
+    done = cluster.run("driver", [str(driver_env / "bin" / "python"), "-c", _DRIVER, cluster.master_url, way, archive],
                        env={"ZOO_LITE_CACHE_DIR": str(archives)}, timeout_s=_RUN_TIMEOUT_S)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
@@ -91,25 +100,30 @@ def forget_unpacked(cluster: SimulatedCluster) -> None:
         shutil.rmtree(cluster.folder / "work" / host.name, ignore_errors=True)
 
 
-def newest_archive(archives: Path) -> Path:
-    return max(archives.glob(f"{bare.driver_environment().name}-*.tar.gz"), key=lambda path: path.stat().st_mtime)
+def newest_archive(archives: Path, driver_env: Path) -> Path:
+    return max(archives.glob(f"{driver_env.name}-*.tar.gz"), key=lambda path: path.stat().st_mtime)
 
 
-def measure(cluster: SimulatedCluster, archives: Path, rounds: int, second_only: bool) -> dict[str, list[dict[str, Any]]]:
-    """The runs of the module's text, in its order; ``archives`` is an empty folder. The two
-    second-application rows take turns, ``rounds`` times each; with ``second_only`` the first
-    two rows are left out (their runs still happen, untimed: they pack and unpack)."""
+def measure(cluster: SimulatedCluster, driver_env: Path, archives: Path, rounds: int,
+            second_only: bool) -> dict[str, list[dict[str, Any]]]:
+    """The runs of the module's text, in its order, by drivers of ``driver_env``; ``archives`` is
+    an empty folder. The two second-application rows take turns, ``rounds`` times each; with
+    ``second_only`` the first two rows are left out (their runs still happen, untimed: they pack
+    and unpack)."""
+    def run(way: str, archive: str = "") -> dict[str, Any]:
+        return run_driver(cluster, driver_env, archives, way, archive)
+
     runs: dict[str, list[dict[str, Any]]] = {}
     forget_unpacked(cluster)
-    runs["auto, nothing cached"] = [run_driver(cluster, archives, "auto", "")]
+    runs["auto, nothing cached"] = [run("auto")]
     if not second_only:
         forget_unpacked(cluster)
-        runs["auto, archive cached"] = [run_driver(cluster, archives, "auto", "")]
-    archive = str(newest_archive(archives))
-    run_driver(cluster, archives, "archives", archive)   # the first application of that way
+        runs["auto, archive cached"] = [run("auto")]
+    archive = str(newest_archive(archives, driver_env))
+    run("archives", archive)   # the first application of that way
     for _ in range(rounds):
-        runs.setdefault("auto, second application", []).append(run_driver(cluster, archives, "auto", ""))
-        runs.setdefault("spark.archives, second application", []).append(run_driver(cluster, archives, "archives", archive))
+        runs.setdefault("auto, second application", []).append(run("auto"))
+        runs.setdefault("spark.archives, second application", []).append(run("archives", archive))
     if second_only:
         del runs["auto, nothing cached"]
     return runs
@@ -127,13 +141,14 @@ def _seconds(runs: list[dict[str, Any]], key: str) -> str:
     return f"{_median(values):.1f}{listed}"
 
 
-def report(runs: dict[str, list[dict[str, Any]]], archive_size: int, started: str, seconds: float, argv: Sequence[str]) -> str:
+def report(runs: dict[str, list[dict[str, Any]]], env: str, archive_size: int, started: str, seconds: float,
+           argv: Sequence[str]) -> str:
     reference = _median([run["first_tasks_s"] for run in runs["spark.archives, second application"]])
     lines = [f"## bench_ship_env_hosts (issue 44): {started} UTC", "",
              f"Command: `{' '.join(['PYTHONPATH=. .venv/bin/python benchmarks/bench_ship_env_hosts.py', *argv])}`"
              f" ({seconds / 60:.1f} min). Two bare worker hosts of one core each (simulated: the system's Python "
              f"{bare._system_python_facts()}, a Spark of their own, no checkout, no venv); the driver's environment "
-             f"holds torch and TensorFlow; its archive: {archive_size / 2**30:.2f} GiB. Medians, each run in brackets; "
+             f"holds {ENVIRONMENTS[env][1]}; its archive: {archive_size / 2**30:.2f} GiB. Medians, each run in brackets; "
              "the two second-application rows took turns.", "",
              "| run | init_orca_context (s) | to the first tasks on both hosts (s) | / spark.archives, second application | "
              "hosts | executors' Python in |", "|---|---:|---:|---:|---|---|"]
@@ -151,21 +166,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1, help="runs of each second-application row, taking turns")
     parser.add_argument("--second-only", action="store_true", help="time only the second-application rows")
+    parser.add_argument("--env", choices=sorted(ENVIRONMENTS), default="project", help="the driver's environment")
     args = parser.parse_args(argv)
     why = why_unavailable() or bare.why_no_bare_hosts()
     if why is not None:
         raise SystemExit(f"cannot simulate bare hosts here: {why}")
+    driver_env = bare.driver_environment(leave_out=ENVIRONMENTS[args.env][0])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))   # the cluster still goes down (finally)
     started, clock = time.strftime("%Y-%m-%d %H:%M", time.gmtime()), time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="zoo_lite-bench-bare-", dir="/var/tmp"))
     cluster = SimulatedCluster.up(folder, worker_hosts=2, hosts_style="cluster", worker_memory="3g", bare=True)
     try:
-        runs = measure(cluster, folder / "archives", args.rounds, args.second_only)
-        size = newest_archive(folder / "archives").stat().st_size
+        runs = measure(cluster, driver_env, folder / "archives", args.rounds, args.second_only)
+        size = newest_archive(folder / "archives", driver_env).stat().st_size
     finally:
         cluster.down()
         shutil.rmtree(folder, ignore_errors=True)
-    print(report(runs, size, started, time.monotonic() - clock, sys.argv[1:] if argv is None else list(argv)))
+    print(report(runs, args.env, size, started, time.monotonic() - clock, sys.argv[1:] if argv is None else list(argv)))
     return 0
 
 
