@@ -17,8 +17,8 @@ import pytest
 
 from tests.environments import make_venv, make_wheel, pip_install
 from zoo_lite.env_packing import pack_environment
-from zoo_lite.host_unpack import (ARCHIVE_LINK_PREFIX, HOST_ENVS_FOLDER, STALE_AFTER_S, environment_key, host_unpacked_conf, link_archive,
-                                  write_launcher)
+from zoo_lite.host_unpack import (ARCHIVE_LINK_PREFIX, HOST_ENVS_FOLDER, STALE_AFTER_S, environment_key,
+                                  host_unpacked_conf, link_archive, write_launcher)
 
 pytestmark = pytest.mark.timeout(180)
 

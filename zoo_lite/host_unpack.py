@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["HOST_ENVS_FOLDER", "LAUNCHERS_FOLDER", "ARCHIVE_LINK_PREFIX", "STALE_AFTER_S", "environment_key", "launcher_text", "link_archive",
-           "write_launcher", "host_unpacked_conf"]
+__all__ = ["HOST_ENVS_FOLDER", "LAUNCHERS_FOLDER", "ARCHIVE_LINK_PREFIX", "STALE_AFTER_S", "environment_key",
+           "launcher_text", "link_archive", "write_launcher", "host_unpacked_conf"]
 
 #: the folder of unpacked environments, in the Spark worker's work folder
 HOST_ENVS_FOLDER = "zoo_lite-envs"

@@ -28,8 +28,8 @@ from typing import Optional, Sequence
 
 from tests.kept_builds import build_once
 
-__all__ = ["SYSTEM_PYTHON", "ENVIRONMENTS", "ARCHIVES", "NOT_IMPORTED_BY_THE_JOBS", "why_no_bare_hosts", "hidden_on_bare_hosts",
-           "spark_installation", "driver_environment"]
+__all__ = ["SYSTEM_PYTHON", "ENVIRONMENTS", "ARCHIVES", "NOT_IMPORTED_BY_THE_JOBS", "why_no_bare_hosts",
+           "hidden_on_bare_hosts", "spark_installation", "driver_environment"]
 
 #: the bare hosts' Python, as the machine's image installs it
 SYSTEM_PYTHON = "/usr/bin/python3"
