@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -65,7 +66,6 @@ def test_a_packed_venv_unpacks_elsewhere_into_a_python_that_imports_its_packages
     assert archive.parent == tmp_path / "cache" and archive.name.endswith(".tar.gz")
     with tarfile.open(archive) as packed:
         members = packed.getnames()
-    assert not [name for name in members if "__pycache__" in name], members
     assert any(name.endswith("site-packages/tiny/__init__.py") for name in members), members
     unpacked = unpack(archive, tmp_path / "elsewhere")
     assert run_python(unpacked, "import tiny; print(tiny.VALUE, tiny.__file__)") == \
@@ -74,6 +74,20 @@ def test_a_packed_venv_unpacks_elsewhere_into_a_python_that_imports_its_packages
     assert f"into {archive} (" in packed_line and " KB) in " in packed_line and packed_line.endswith(" s"), packed_line
     out = capfd.readouterr().out
     assert "\r" not in out and "Completed" not in out, out   # no progress bar where stdout is no terminal
+
+
+def test_where_unpacked_a_package_imports_from_its_packed_byte_code_without_compiling(tiny_venv, tmp_path):
+    archive = pack_environment(tiny_venv, cache_dir=tmp_path / "cache", progress=False)
+    with tarfile.open(archive) as packed:
+        cached = [name for name in packed.getnames() if "/tiny/__pycache__/__init__." in name]
+    assert cached, "tiny's byte code is not in the archive"
+    unpacked = unpack(archive, tmp_path / "elsewhere")
+    # -v names where each module's code object came from: its cached byte code, or its source
+    done = subprocess.run([str(unpacked / "bin" / "python"), "-v", "-c", "import tiny"], capture_output=True, text=True,
+                          timeout=60, cwd=unpacked, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    [loaded] = [line for line in done.stderr.splitlines() if line.startswith("# code object from") and "/tiny/" in line]
+    assert "/site-packages/tiny/__pycache__/__init__." in loaded and str(unpacked) in loaded, loaded
 
 
 def test_sparks_jars_and_c_headers_stay_out_of_the_archive_and_the_packages_python_code_goes_in(tiny_venv, tmp_path):
@@ -170,12 +184,15 @@ def test_an_editable_install_is_packed_as_its_files_and_imports_without_its_chec
     assert list(site_packages.glob("__editable__*finder.py")) and (site_packages / "zoo_lite_startup.pth").exists()
 
     fingerprint = environment_fingerprint(venv)
+    py_compile.compile(str(checkout / "zoo_lite" / "errors.py"), doraise=True)   # a working copy's byte code
+    assert environment_fingerprint(venv) == fingerprint
     archive = pack_environment(venv, cache_dir=tmp_path / "cache", progress=False)
     checkout.rename(tmp_path / "moved_away")   # the hosts cannot see the checkout
 
     with tarfile.open(archive) as packed:
         members = packed.getnames()
     assert not [name for name in members if "__editable__" in name], members
+    assert not [name for name in members if "/zoo_lite/__pycache__/" in name], members
     unpacked = unpack(archive, tmp_path / "host")
     found = run_python(unpacked, "import importlib.util, sys, zoo_lite_startup\n"
                                  "print(zoo_lite_startup.__file__)\n"
