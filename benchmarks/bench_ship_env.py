@@ -75,9 +75,6 @@ COMPRESS_LEVEL = 4
 #: the command line's options: its defaults, the compression level spelled out, no progress bar
 #: (zoo_lite draws none with progress=False)
 CLI_OPTIONS = ("--compress-level", str(COMPRESS_LEVEL), "--quiet")
-#: what zoo_lite leaves out (env_packing._left_out), as the command line's --exclude patterns
-ZOO_LITE_EXCLUDES = ("*/__pycache__/*", "lib/python3.11/site-packages/__editable__*",
-                     "lib/python3.11/site-packages/pyspark/work/*")
 ZOO = "zoo_lite pack_environment"
 CLI = "venv_pack command line"
 CLI_SAME = "venv_pack command line, zoo_lite's exclusions"
@@ -246,7 +243,7 @@ class TreeFacts:
 
     bytes: int = 0
     files: int = 0
-    bytecode_bytes: int = 0   # in __pycache__ folders, which zoo_lite leaves out
+    bytecode_bytes: int = 0   # in __pycache__ folders
 
 
 def tree_facts(prefix: Path) -> TreeFacts:
@@ -289,6 +286,14 @@ def _logged_pack_s(messages: Sequence[str]) -> float:
     raise RuntimeError(f"zoo_lite logged no 'packed ... in N s' line: {messages}")
 
 
+def zoo_lite_excludes(prefix: Path) -> list[str]:
+    """What zoo_lite leaves out of ``prefix``'s archive, as the command line's ``--exclude``
+    patterns: zoo_lite's own list (a copy here drifted once, when byte code went into archives)."""
+    from zoo_lite.env_packing import _inspect, _left_out
+
+    return _left_out(_inspect(prefix, "prefix"))
+
+
 def pack_once(case: str, key: str, prefix: Path, scratch: Path, runs: PackRuns) -> float:
     """Pack ``prefix`` once as ``case`` into a fresh folder of ``scratch``; the wall seconds of the child."""
     folder = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=scratch))
@@ -298,7 +303,7 @@ def pack_once(case: str, key: str, prefix: Path, scratch: Path, runs: PackRuns) 
         command = [sys.executable, "-c", _ZOO_PACK, str(prefix), str(folder / "cache")]
         env["PYTHONPATH"] = str(CHECKOUT)
     else:
-        excludes = [part for pattern in ZOO_LITE_EXCLUDES for part in ("--exclude", pattern)] if case == CLI_SAME else []
+        excludes = [part for pattern in zoo_lite_excludes(prefix) for part in ("--exclude", pattern)] if case == CLI_SAME else []
         command = [str(prefix / "bin" / "python"), "-m", "venv_pack", "-p", str(prefix), "-o", str(folder / "env.tar.gz"),
                    *CLI_OPTIONS, *excludes]
     started = time.perf_counter()
@@ -507,7 +512,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "",
         f"- zoo_lite: `pack_environment(prefix, cache_dir=<fresh folder>, progress=False)` in a child of this Python: "
         f"venv-pack2's `Env.pack(format=\"tar.gz\", compress_level={COMPRESS_LEVEL})`, leaving out "
-        f"{', '.join(f'`{p}`' for p in ZOO_LITE_EXCLUDES)}, with an editable zoo_lite's files added; before packing it "
+        f"{', '.join(f'`{p}`' for p in zoo_lite_excludes(next(iter(envs.values()))))}, with an editable zoo_lite's files added; before packing it "
         "runs the environment's Python once (a probe) and fingerprints the installed distributions",
         f"- command line: `<env>/bin/python -m venv_pack -p <env> -o <out>.tar.gz {' '.join(CLI_OPTIONS)}` (its defaults: "
         f"`--format infer` (tar.gz), `--compress-level 4`, no exclusions, a progress bar unless `--quiet`); the third "

@@ -40,7 +40,7 @@ What is left out, and why that is safe
 
 Byte code is shipped
 --------------------
-The installed distributions' ``__pycache__`` folders go into the archive (about 17 % of it for
+The installed distributions' ``__pycache__`` folders go into the archive (about 15 % of it for
 torch and TensorFlow). Without them every host compiles each module from its source: importing
 zoo_lite, torch, TensorFlow, pandas, Ray, pyarrow and Keras took 13.1 s from a fresh unpack
 against 5.7 s with the caches (measured on this project's environment). Where the unpacked
