@@ -67,6 +67,7 @@ _logger = logging.getLogger("zoo_lite.learn")
 #: how often a task sends its heartbeat, and how often the driver's wait looks at its connections
 _BEAT_INTERVAL_S = 1.0
 _POLL_INTERVAL_S = 0.5
+_STATUS_POLL_S = 0.05   # Spark's listener bus records a job's end within milliseconds
 #: how long a task tries to reach the driver's server, and how long the group waits for its stage to end
 _CONNECT_TIMEOUT_S = 60.0
 _END_TIMEOUT_S = 30.0
@@ -730,6 +731,28 @@ class SparkTaskGroup:
         if self._job.is_alive():
             self._sc.cancelJobGroup(self._job_group)
             self._job.join(_END_TIMEOUT_S)
+        self._wait_until_spark_reports_the_stage_ended()
+
+    def _wait_until_spark_reports_the_stage_ended(self) -> None:
+        """Wait (bounded) until Spark's status store shows no running job of this stage.
+
+        A failed ``collect`` returns before Spark's listener bus has recorded the job's end, so a
+        caller that checks the cluster (or asks for its task slots) right after a failed fit could
+        still see the stage as running.
+        """
+        tracker = self._sc.statusTracker()
+        deadline = time.monotonic() + _END_TIMEOUT_S
+        while True:
+            running = [job for job in tracker.getJobIdsForGroup(self._job_group)
+                       if (info := tracker.getJobInfo(job)) is not None and info.status == "RUNNING"]
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                _logger.warning("Spark still reports job(s) %s of group %s of backend='spark' as running %.0f s after "
+                                "they were cancelled; their task slots may stay busy until Spark ends them",
+                                running, self._job_group, _END_TIMEOUT_S)
+                return
+            time.sleep(_STATUS_POLL_S)
 
     def shutdown(self) -> None:
         """Let each runner release its resources (bounded), then end the stage."""
