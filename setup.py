@@ -78,11 +78,13 @@ EXTRAS = {
     # moto's standalone server is the S3-compatible server the object-store tests start on loopback
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "scikit-learn>=1.4", "matplotlib>=3.8", "moto[server]>=5"],
     "bench": ["dask[dataframe]>=2024.1", "scikit-learn>=1.4", "matplotlib>=3.8"],  # matplotlib: the pictures on the Performance page
+    # Spark Connect sessions (init_orca_context(cluster_mode="spark-connect")): pyspark's Connect client
+    "connect": ["grpcio>=1.76", "grpcio-status>=1.76", "googleapis-common-protos>=1.71", "zstandard>=0.25"],
     # the documentation site (scripts/docs.sh); ruff formats the reference's signatures, playwright
     # drives the system's Chromium in the site's browser test
     "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10", "ruff>=0.4", "playwright>=1.40"],
 }
-EXTRAS["all"] = sorted({req for name in ("torch", "tf", "s3", "tfds", "vision") for req in EXTRAS[name]})
+EXTRAS["all"] = sorted({req for name in ("torch", "tf", "s3", "tfds", "vision", "connect") for req in EXTRAS[name]})
 
 setup(
     name="zoo_lite",

@@ -5,7 +5,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-EXTRAS="${ZOO_LITE_EXTRAS:-dev,bench,docs,torch,tf,s3,tfds,vision}"
+EXTRAS="${ZOO_LITE_EXTRAS:-dev,bench,docs,torch,tf,s3,tfds,vision,connect}"
 
 ensure_java() {
   if command -v java >/dev/null 2>&1; then return; fi

@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, list[tuple[str, str]]]] = [
     ("context: owns Spark's and Ray's lifetime", [("context", "=zoo_lite.context")]),
     ("ray_on_spark: no ML framework", [("ray_on_spark", "zoo_lite.ray_on_spark.*")]),
     ("foundation: imports no other layer",
-     [("foundation", "=zoo_lite.errors|=zoo_lite.env_packing|=zoo_lite.host_unpack|=zoo_lite.executor_python|=zoo_lite.keywords|=zoo_lite.waiting|=zoo_lite.user_code|=zoo_lite.spark_settings|"
+     [("foundation", "=zoo_lite.errors|=zoo_lite.env_packing|=zoo_lite.host_unpack|=zoo_lite.executor_python|=zoo_lite.keywords|=zoo_lite.waiting|=zoo_lite.user_code|=zoo_lite.spark_settings|=zoo_lite.spark_connect|"
                      "=zoo_lite.spark_daemon|=zoo_lite.standalone|=zoo_lite.lazy_exports")]),
 ]
 

@@ -140,20 +140,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = rest[:start] + ordered + rest[start:]
 
 
-#: the packages of multi-host tests: each builds one simulated cluster for its modules (a
-#: package-scoped fixture), so that its modules are one unit of work for xdist (xdist's controller
-#: schedules by node id: it does not see the ``hosts`` mark these packages' conftests add)
-MULTI_HOST_PACKAGES = ("tests/cluster/", "tests/bare_hosts/")
+#: the packages whose modules share one cluster of their own, so that they are one unit of work for
+#: xdist (xdist's controller schedules by node id: it does not see the marks these packages'
+#: conftests add): the multi-host packages (one simulated cluster each) and the Spark Connect
+#: tests (one Connect server)
+SHARED_CLUSTER_PACKAGES = ("tests/cluster/", "tests/bare_hosts/", "tests/connect/")
 
 
 def unit_of_work(nodeid: str) -> str:
     """The unit of work of a test for scripts/test.sh's xdist workers: its module (which shares
-    its module-scoped fixtures and context), or its multi-host package.
+    its module-scoped fixtures and context), or its package of :data:`SHARED_CLUSTER_PACKAGES`.
 
     >>> unit_of_work("tests/learn/test_steps.py::test_one[a]"), unit_of_work("tests/cluster/test_x.py::test_y")
     ('tests/learn/test_steps.py', 'tests/cluster/')
     """
-    return next((package for package in MULTI_HOST_PACKAGES if nodeid.startswith(package)), nodeid.split("::", 1)[0])
+    return next((package for package in SHARED_CLUSTER_PACKAGES if nodeid.startswith(package)), nodeid.split("::", 1)[0])
 
 
 @pytest.hookimpl(optionalhook=True)   # called only where pytest-xdist runs the suite

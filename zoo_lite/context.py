@@ -33,6 +33,16 @@ from zoo_lite.spark_settings import (
     spark_master_and_conf,
     tensorflow_log_level,
 )
+from zoo_lite.spark_connect import (
+    CONNECT_MODE,
+    active_connect_session,
+    classic_only,
+    close_connect_session,
+    is_connect_session,
+    open_connect_session,
+    remote_of,
+    remote_url_of,
+)
 from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
@@ -68,7 +78,9 @@ class _ActiveContext:
                 self.ray.stop()
         finally:
             try:
-                if self.owns_spark:
+                if self.owns_spark and is_connect_session(self.spark):
+                    close_connect_session(self.spark)
+                elif self.owns_spark:
                     self.spark.stop()
             finally:
                 try:
@@ -245,6 +257,9 @@ def _with_packed_archive(settings: SparkSettings, packing: Optional["Future[str]
 
 
 def _start_spark(settings: SparkSettings) -> _ActiveContext:
+    if settings.cluster_mode == CONNECT_MODE:
+        session = open_connect_session(remote_of(settings.remote), settings.conf)
+        return _ActiveContext(session, settings, RaySettings(), owns_spark=True)
     standalone = None
     if settings.cluster_mode == "spark-submit":
         _check_spark_submit()
@@ -273,6 +288,14 @@ def _adopt_running_spark(settings: SparkSettings) -> Optional[_ActiveContext]:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    connect_session = active_connect_session()
+    if connect_session is not None:
+        warnings.warn(
+            f"a Spark Connect session ({remote_url_of(connect_session)}) is already active; zoo_lite uses it as it is "
+            "and ignores cluster_mode, remote and conf; stop_orca_context() will leave it open",
+            stacklevel=3,
+        )
+        return _ActiveContext(connect_session, SparkSettings(cluster_mode=CONNECT_MODE), RaySettings(), owns_spark=False)
     running = SparkContext._active_spark_context
     if running is None:
         return None
@@ -302,7 +325,10 @@ def init_orca_context(
         ``"local"`` (``local[cores]``), ``"local-cluster"`` (``num_nodes`` executor JVMs on this
         machine), ``"standalone"`` (``master="spark://..."``, or a loopback cluster started and
         stopped by zoo_lite), ``"spark-submit"`` (master and conf from spark-submit),
-        ``"yarn-client"`` or ``"k8s-client"``. None means ``"local"``.
+        ``"yarn-client"``, ``"k8s-client"`` or ``"spark-connect"`` (a Spark Connect session at
+        ``remote="sc://host:port"`` or ``SPARK_REMOTE``; the server's own start decides cores,
+        memory and nodes). None means ``"local"``; with ``SPARK_REMOTE`` set, ``"local"`` means
+        ``"spark-connect"`` (with a warning), as it does for pyspark.
     cores : int or "*", optional
         Cores per executor; in local mode, the number of local cores (default all, ``"*"``).
         Defaults: all cores locally, ``cpu_count // num_nodes`` for local-cluster, 2 elsewhere.
@@ -318,7 +344,8 @@ def init_orca_context(
         Orca's Spark options (``master``, ``spark_log_level`` (default "WARN"), ``spark_ui``
         (default False), ``python_location``, ``driver_cores``, ``driver_memory``,
         ``extra_executor_memory_for_ray``, ``extra_python_lib``, ``penv_archive``, ``jars``,
-        ``container_image``, ``redirect_spark_log``) and Ray options (``object_store_memory``,
+        ``container_image``, ``redirect_spark_log``), zoo_lite's ``remote`` (the Connect URL of
+        ``cluster_mode="spark-connect"``) and Ray options (``object_store_memory``,
         ``env``, ``extra_params``, ``num_ray_nodes``, ``ray_node_cpu_cores``, ``include_webui``,
         ``system_config``), and zoo_lite's own ``ray_start_timeout_s`` (default 120) and
         ``heartbeat_timeout_s`` (default 30: a Ray node whose host sends no heartbeat for that
@@ -333,10 +360,12 @@ def init_orca_context(
 
     Returns
     -------
-    pyspark.SparkContext
+    pyspark.SparkContext or pyspark.sql.SparkSession
         The context; a second call while one is active warns and returns the active one.
         A SparkContext started outside zoo_lite is adopted as it is (with a warning), and
-        :func:`stop_orca_context` leaves it running.
+        :func:`stop_orca_context` leaves it running. A Spark Connect session has no
+        SparkContext: with ``cluster_mode="spark-connect"`` (or an active Connect session, which
+        is adopted the same way) the session itself is returned.
 
     Raises
     ------
@@ -350,10 +379,15 @@ def init_orca_context(
         there can be Ray nodes.
     ContextError
         ``cluster_mode`` cannot start from this process: ``"spark-submit"`` outside
-        spark-submit, ``"yarn-client"`` without ``HADOOP_CONF_DIR``, or a cluster deploy mode
-        (``"yarn-cluster"``, ``"k8s-cluster"``), which needs spark-submit.
+        spark-submit, ``"yarn-client"`` without ``HADOOP_CONF_DIR``, a cluster deploy mode
+        (``"yarn-cluster"``, ``"k8s-cluster"``), which needs spark-submit, a classic mode other
+        than ``"local"`` while ``SPARK_REMOTE`` is set, or ``"spark-connect"`` without pyspark's
+        Connect client (``pip install 'zoo_lite[connect]'``).
+    SparkConnectUnsupportedError
+        ``init_ray_on_spark=True`` on a Spark Connect session.
     ClusterStartError
         The executors (or Ray's nodes) did not start; the message holds the tail of their output.
+        Or no Spark Connect server answered at ``remote``.
 
     Examples
     --------
@@ -374,12 +408,14 @@ def init_orca_context(
                 "active context unchanged (call stop_orca_context() first to start a different one)",
                 stacklevel=2,
             )
-            return _active.spark.sparkContext
+            return _active.spark if is_connect_session(_active.spark) else _active.spark.sparkContext
         settings = SparkSettings(
-            cluster_mode=cluster_mode or "local", cores=cores, memory=memory, num_nodes=num_nodes,
-            conf=_conf_dict(conf), **spark_kwargs,
+            cluster_mode=_mode_given_spark_remote(cluster_mode or "local"), cores=cores, memory=memory,
+            num_nodes=num_nodes, conf=_conf_dict(conf), **spark_kwargs,
         )
         ray_settings = RaySettings(**ray_kwargs)
+        if init_ray_on_spark and (settings.cluster_mode == CONNECT_MODE or active_connect_session() is not None):
+            raise classic_only("init_ray_on_spark=True (Ray on Spark)", None)
         _check_ray_nodes_fit(settings, ray_settings, init_ray_on_spark)
         _quiet_tensorflow_in_driver(settings)
         absent_folders = _absent_library_folders()
@@ -397,7 +433,23 @@ def init_orca_context(
         if not _atexit_registered:
             atexit.register(stop_orca_context)
             _atexit_registered = True
-        return context.spark.sparkContext
+        return context.spark if is_connect_session(context.spark) else context.spark.sparkContext
+
+
+def _mode_given_spark_remote(cluster_mode: str) -> str:
+    """``cluster_mode``, or ``"spark-connect"`` where ``SPARK_REMOTE`` is set and it is ``"local"``:
+    pyspark itself opens a Connect session whenever ``SPARK_REMOTE`` is set."""
+    spark_remote = os.environ.get("SPARK_REMOTE")
+    if not spark_remote or cluster_mode == CONNECT_MODE:
+        return cluster_mode
+    if cluster_mode == "local":
+        warnings.warn(f"SPARK_REMOTE={spark_remote!r} is set: zoo_lite opens a Spark Connect session there "
+                      "(cluster_mode='spark-connect'), as pyspark does; unset SPARK_REMOTE for a local session",
+                      stacklevel=3)
+        return CONNECT_MODE
+    raise ContextError(f"SPARK_REMOTE={spark_remote!r} is set, so pyspark would open a Spark Connect session, and "
+                       f"cluster_mode={cluster_mode!r} needs a classic one; unset SPARK_REMOTE, or use "
+                       "cluster_mode='spark-connect'")
 
 
 def _conf_dict(conf: Any) -> Any:
@@ -623,6 +675,23 @@ def _require_active() -> _ActiveContext:
             "call init_orca_context() first"
         )
     return _active
+
+
+def require_classic_session(what: str) -> "SparkSession":
+    """The active classic SparkSession; raises ContextStoppedError when no context is active, and
+    SparkConnectUnsupportedError naming ``what`` when the context is a Spark Connect session.
+
+    Examples
+    --------
+    >>> from zoo_lite import init_orca_context
+    >>> _ = init_orca_context(cores=2)
+    >>> require_classic_session("XShards").range(3).count()
+    3
+    """
+    spark = _require_active().spark
+    if is_connect_session(spark):
+        raise classic_only(what, spark)
+    return spark
 
 
 class _OrcaContextMeta(type):
@@ -859,7 +928,7 @@ class OrcaContext(metaclass=_OrcaContextMeta):
         >>> OrcaContext.get_spark_context().parallelize(range(4), 2).sum()
         6
         """
-        return _require_active().spark.sparkContext
+        return require_classic_session("OrcaContext.get_spark_context()").sparkContext
 
     @staticmethod
     def get_spark_session() -> "SparkSession":
@@ -934,6 +1003,33 @@ class OrcaContext(metaclass=_OrcaContextMeta):
         1
         """
         return _require_active().ray
+
+    @staticmethod
+    def get_session_kind() -> str:
+        """The kind of Spark session of the active context: ``"classic"`` (a SparkContext in this
+        process) or ``"connect"`` (a Spark Connect session, ``cluster_mode="spark-connect"``).
+
+        On ``"connect"``, :meth:`get_spark_session` gives the session, and what needs a
+        SparkContext raises :class:`~zoo_lite.errors.SparkConnectUnsupportedError` at once.
+
+        Returns
+        -------
+        str
+            ``"classic"`` or ``"connect"``.
+
+        Raises
+        ------
+        ContextStoppedError
+            No context is active.
+
+        Examples
+        --------
+        >>> from zoo_lite import init_orca_context, OrcaContext
+        >>> _ = init_orca_context(cores=2)
+        >>> OrcaContext.get_session_kind()
+        'classic'
+        """
+        return "connect" if is_connect_session(_require_active().spark) else "classic"
 
     @staticmethod
     def is_active() -> bool:

@@ -21,6 +21,7 @@ __all__ = [
     "ZooLiteError",
     "ContextError",
     "ContextStoppedError",
+    "SparkConnectUnsupportedError",
     "ClusterStartError",
     "RayNodeStartError",
     "NoRayNodeError",
@@ -54,6 +55,11 @@ class ContextError(ZooLiteError):
 
 class ContextStoppedError(ContextError):
     """An operation needs an active context, but none is active (never started, or stopped)."""
+
+
+class SparkConnectUnsupportedError(ContextError):
+    """An operation needs a classic SparkContext (RDDs, the JVM), and the active context is a Spark
+    Connect session, which has none; the message says what to use instead."""
 
 
 class ClusterStartError(ContextError):

@@ -33,7 +33,7 @@ __all__ = [
     "drop_executors",
 ]
 
-CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client")
+CLUSTER_MODES = ("local", "local-cluster", "standalone", "spark-submit", "yarn-client", "k8s-client", "spark-connect")
 _CLUSTER_SUBMIT_MODES = ("yarn-cluster", "k8s-cluster")
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF", "TRACE")
 # the spark_log_level values that ask for start-up chatter (TensorFlow's C++ INFO lines) too
@@ -58,7 +58,12 @@ SPARK_KWARGS = (
     "penv_archive",
     "jars",
     "container_image",
+    "remote",
 )
+#: settings of the cluster itself, which a Spark Connect client cannot choose: the server's own
+#: start decides them (their defaults here mean "not given")
+_SERVER_SIDE_SETTINGS = ("master", "cores", "num_nodes", "python_location", "driver_cores", "driver_memory",
+                         "extra_executor_memory_for_ray", "extra_python_lib", "penv_archive", "jars", "container_image")
 #: the shortest heartbeat_timeout_s: heartbeats go every second, and a loaded host may miss a few
 _MIN_HEARTBEAT_TIMEOUT_S = 3.0
 #: per Spark application, ``host:port`` of the block managers of executors :func:`drop_executors`
@@ -130,6 +135,7 @@ class SparkSettings:
     penv_archive: Optional[str] = None
     jars: Optional[str] = None
     container_image: Optional[str] = None
+    remote: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.cluster_mode in _CLUSTER_SUBMIT_MODES:
@@ -166,6 +172,7 @@ class SparkSettings:
         self._check_mode_requirements()
 
     def _check_mode_requirements(self) -> None:
+        self._check_connect_settings()
         if self.cluster_mode == "standalone" and self.master is not None:
             if not str(self.master).startswith("spark://"):
                 raise InvalidArgumentError(
@@ -190,6 +197,21 @@ class SparkSettings:
                     "cluster_mode='yarn-client' needs the environment variable HADOOP_CONF_DIR (or "
                     "YARN_CONF_DIR) pointing at your cluster's Hadoop configuration folder"
                 )
+
+    def _check_connect_settings(self) -> None:
+        if self.cluster_mode != "spark-connect":
+            if self.remote is not None:
+                raise InvalidArgumentError(
+                    f"remote={self.remote!r} names a Spark Connect server, which cluster_mode={self.cluster_mode!r} "
+                    "does not use; pass cluster_mode='spark-connect' with it")
+            return
+        for name in _SERVER_SIDE_SETTINGS:
+            value = getattr(self, name)
+            if value != getattr(type(self), name):
+                raise InvalidArgumentError(
+                    f"{name}={value!r} cannot be chosen by a Spark Connect client: the Connect server's own start "
+                    f"decides the cluster; leave {name} out with cluster_mode='spark-connect', or set it where the "
+                    "server starts")
 
     @property
     def default_cores(self) -> Union[int, str]:

@@ -87,9 +87,9 @@ def _eager_mode() -> bool:
 
 
 def _active_spark_context() -> "SparkContext":
-    from zoo_lite.context import OrcaContext
+    from zoo_lite.context import require_classic_session
 
-    return OrcaContext.get_spark_context()
+    return require_classic_session("XShards").sparkContext
 
 
 def model_arrays_from_spark_df(df: "SparkDataFrame", columns: Columns, need_labels: bool = True, *,

@@ -70,8 +70,11 @@ def spark_df_to_arrow_rdd(df: "pyspark.sql.DataFrame", piece_bytes: Optional[int
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from zoo_lite.data.partition_ops import bounded_runs
+    from zoo_lite.spark_connect import classic_only, is_connect_session
 
     session = df.sparkSession
+    if is_connect_session(session):
+        raise classic_only("Turning a Spark DataFrame into XShards", session)
     timezone = session.conf.get("spark.sql.session.timeZone") or "UTC"
     max_rows = int(session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
     schema = to_arrow_schema(df.schema, timezone=timezone, prefers_large_types=False)

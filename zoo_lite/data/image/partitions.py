@@ -32,9 +32,9 @@ _SHARD_PIXEL_BYTES = 128 * 2**20
 
 
 def _spark_context() -> "SparkContext":
-    from zoo_lite.context import OrcaContext
+    from zoo_lite.context import require_classic_session
 
-    return OrcaContext.get_spark_context()
+    return require_classic_session("Reading images (zoo_lite.data.image)").sparkContext
 
 
 def local_file(path: str) -> Optional[str]:

@@ -54,9 +54,9 @@ _GLOB_CHARS = ("*", "?", "[", "{")
 def _image_session() -> "SparkSession":
     """A session of the active context for the image readers alone, whose settings must not
     change the user's session."""
-    from zoo_lite.context import OrcaContext
+    from zoo_lite.context import require_classic_session
 
-    user_session = OrcaContext.get_spark_session()
+    user_session = require_classic_session("Reading images (zoo_lite.data.image)")
     session = user_session.newSession()
     # with adaptive execution, turning the plan into an RDD would run its shuffle right away;
     # without it, the readers stay lazy like the others

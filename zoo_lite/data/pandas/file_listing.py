@@ -49,6 +49,9 @@ def located_files(file_path: PathLike, backend: Optional[str], kwargs: Mapping[s
     and reads object stores through fsspec, with ``storage_options`` resolved once here (so that
     credentials set in the driver's environment reach the tasks); Spark's readers list them
     themselves, through Hadoop's S3A file system."""
+    from zoo_lite.context import require_classic_session
+
+    require_classic_session("Reading files into XShards (zoo_lite.data.pandas)")
     backend, kwargs = _resolve_backend(backend), dict(kwargs)
     paths = [file_path] if isinstance(file_path, str) else list(file_path) if isinstance(file_path, (list, tuple)) else []
     remote = [path for path in paths if isinstance(path, str) and is_object_store(path)]

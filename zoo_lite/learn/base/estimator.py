@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Optional, Se
 
 import numpy as np
 
-from zoo_lite.context import OrcaContext, ray_context_started_on_demand
+from zoo_lite.context import OrcaContext, ray_context_started_on_demand, require_classic_session
 from zoo_lite.data import Columns
 from zoo_lite.errors import InvalidArgumentError, WorkerError, check_non_negative_int, check_positive_int, kind_of
 from zoo_lite.keywords import suggest_keywords
@@ -94,6 +94,18 @@ def _stage_per_call(method: Callable[..., T]) -> Callable[..., T]:
         finally:
             self._end_spark_call()
     return one_stage
+
+
+def _classic_session_only(call: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Refuse ``call`` at once on a Spark Connect session, before any data moves."""
+
+    def decorate(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def on_classic(self: "GroupEstimator", *args: Any, **kwargs: Any) -> T:
+            require_classic_session(f"{type(self).__name__}.{call}")
+            return method(self, *args, **kwargs)
+        return on_classic
+    return decorate
 
 
 @dataclass
@@ -542,6 +554,7 @@ class GroupEstimator:
 
     # -- fit, evaluate, predict -----------------------------------------------------------------------
 
+    @_classic_session_only("fit")
     @_stage_per_call
     def _fit(self, request: FitRequest, on_epoch: Callable[[int, dict[str, Any]], None] = lambda epoch, logs: None
              ) -> list[dict[str, Any]]:
@@ -620,6 +633,7 @@ class GroupEstimator:
     def _progress(self) -> dict[str, Any]:
         return self._group.progress() if self._group else {}
 
+    @_classic_session_only("evaluate")
     @_stage_per_call
     def _evaluate(self, data: Any, columns: Columns, batch_size: int, max_steps: Optional[int] = None) -> dict[str, Any]:
         """Loss and metrics over ``data``, aggregated exactly over the workers."""
@@ -635,7 +649,7 @@ class GroupEstimator:
 
         Call it with the feature columns, one per model input and in order (numeric, array,
         nested-array or Vector columns, as ``predict`` takes); it gives what ``predict`` puts in
-        its ``prediction`` column. It carries the model (broadcast once, loaded once per Python
+        its ``prediction`` column. It carries the model (sent once, loaded once per Python
         worker), so it keeps working after :meth:`shutdown`.
 
         Parameters

@@ -1,7 +1,7 @@
 """Prediction where the data is: in the Spark tasks that hold each partition, for any framework.
 
-The trained model goes to the executors once (a broadcast, loaded once by each Python worker and
-kept across tasks); each task runs it over its own rows. A Spark DataFrame keeps every column and
+The trained model goes to the executors once (a broadcast, or a file artifact on Spark Connect;
+loaded once by each Python worker and kept across tasks); each task runs it over its own rows. A Spark DataFrame keeps every column and
 gains one column per model output through ``mapInArrow``: rows stay in place and in order,
 nothing passes the driver, and the input is read once (moving it into Ray and back would copy
 every column twice, and zipping results with a recomputed input is only safe for deterministic
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from zoo_lite.data.shard import SparkXShards
 
-__all__ = ["PredictRecipe", "BroadcastModel", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names",
+__all__ = ["PredictRecipe", "ShippedModel", "predict_spark_df", "predict_xshards", "predict_in_batches", "output_names",
            "per_row", "arrow_column", "spark_type_of", "row_signature", "InputSignature"]
 
 PREDICTION = "prediction"
@@ -122,23 +122,44 @@ _model_cache: "OrderedDict[str, Any]" = OrderedDict()
 _KEPT_MODELS = 4
 
 
-class BroadcastModel:
-    """A model sent to the executors once, as a broadcast of its bytes, with the recipe that loads
-    and runs it. A Python worker loads it at most once: the cache key is the bytes' SHA-256, made on
-    the driver (a broadcast read on an executor has no id of its own)."""
+class _AddedFile:
+    """Bytes a Connect session holds as a file artifact, read in its tasks (a broadcast's ``value``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def value(self) -> bytes:
+        from zoo_lite.spark_connect import read_added_file
+
+        return read_added_file(self.name)
+
+
+class ShippedModel:
+    """A model sent to the executors once, with the recipe that loads and runs it: its bytes go as a
+    broadcast, or on Spark Connect (which has none) as a file artifact of the session. A Python
+    worker loads it at most once: the cache key is the bytes' SHA-256, made on the driver (a
+    broadcast read on an executor has no id of its own)."""
 
     def __init__(self, payload: bytes, recipe: PredictRecipe) -> None:
         from zoo_lite.context import OrcaContext
+        from zoo_lite.spark_connect import add_file_once, is_connect_session
 
         self.token = hashlib.sha256(payload).hexdigest()
         self.recipe = recipe
-        self.broadcast = OrcaContext.get_spark_context().broadcast(payload)
+        spark = OrcaContext.get_spark_session()
+        if is_connect_session(spark):
+            name = f"zoo_lite-model-{self.token}.bin"
+            add_file_once(spark, name, payload)
+            self.payload: Any = _AddedFile(name)
+        else:
+            self.payload = spark.sparkContext.broadcast(payload)
 
     def load(self) -> Any:
         """The model, from this worker's cache or loaded now."""
         model = _model_cache.get(self.token)
         if model is None:
-            model = _model_cache[self.token] = self.recipe.load(self.broadcast.value)
+            model = _model_cache[self.token] = self.recipe.load(self.payload.value)
             while len(_model_cache) > _KEPT_MODELS:
                 _model_cache.popitem(last=False)
         _model_cache.move_to_end(self.token)
@@ -259,7 +280,7 @@ def predict_spark_df(df: "pyspark.sql.DataFrame", model: Any, payload: bytes, re
     column_types = [spark_type_of(out.ndim) for out in probe] if probe is not None else [types.FloatType()] * len(names)
     schema = types.StructType(df.schema.fields + [types.StructField(name, kind, nullable=False)
                                                   for name, kind in zip(names, column_types)])
-    shipped = BroadcastModel(payload, recipe)
+    shipped = ShippedModel(payload, recipe)
     keep = len(df.columns)
 
     @streaming_transportably
@@ -316,7 +337,7 @@ def predict_xshards(shards: "SparkXShards", payload: bytes, recipe: PredictRecip
 
     from zoo_lite.data import convert
 
-    shipped = BroadcastModel(payload, recipe)
+    shipped = ShippedModel(payload, recipe)
     columns = convert.Columns.of(feature_cols)
 
     def predict(shard: Any) -> Any:

@@ -1,8 +1,8 @@
 """A trained model as a Spark SQL function: one UDF for DataFrame jobs, SQL and Structured Streaming.
 
 The model travels as a broadcast of the bytes :class:`~zoo_lite.learn.base.predict.PredictRecipe`
-loads; each Python worker loads it once and keeps it, keyed by a hash of those bytes, so batches,
-tasks and micro-batches reuse it. The UDF is an Arrow UDF (iterator of batches): Spark hands it
+loads (on Spark Connect, as a file artifact of the session); each Python worker loads it once and
+keeps it, keyed by a hash of those bytes, so batches, tasks and micro-batches reuse it. The UDF is an Arrow UDF (iterator of batches): Spark hands it
 Arrow columns, which become the model's input arrays through the same conversion as ``fit`` and
 ``predict`` (:func:`zoo_lite.data.convert.arrow_to_model_arrays`), and the predictions go back as
 Arrow with the types of ``predict``'s ``prediction`` column.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from zoo_lite.errors import InvalidArgumentError
-from zoo_lite.learn.base.predict import (BroadcastModel, InputSignature, PredictRecipe, arrow_column, output_names, per_row,
+from zoo_lite.learn.base.predict import (ShippedModel, InputSignature, PredictRecipe, arrow_column, output_names, per_row,
                                          spark_type_of)
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class ModelUDF:
     (``prediction_0``, ...) for a model with several outputs.
     """
 
-    def __init__(self, shipped: BroadcastModel, signature: _Signature, batch_size: int,
+    def __init__(self, shipped: ShippedModel, signature: _Signature, batch_size: int,
                  feature_cols: Optional[tuple[str, ...]]) -> None:
         self._shipped = shipped
         self._signature = signature
@@ -214,7 +214,7 @@ def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int
     dtypes = [dtype for _, dtype in known] if known and len(known) == len(shapes) else [np.float32] * len(shapes)
     signature = _Signature(names, tuple(shapes), _probe_output_shapes(model, recipe, shapes, dtypes))
     _check_executors_can_run(recipe)
-    return ModelUDF(BroadcastModel(payload, recipe), signature, batch_size, names if features else None)
+    return ModelUDF(ShippedModel(payload, recipe), signature, batch_size, names if features else None)
 
 
 def _check_executors_can_run(recipe: PredictRecipe) -> None:

@@ -1,0 +1,31 @@
+"""A Spark Connect server for the tests of zoo_lite on Spark Connect (started once per test
+process, stopped at its end), and a fixture that leaves no zoo_lite context active around a test."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.connect_server import ConnectServer
+from zoo_lite import stop_orca_context
+
+
+@pytest.fixture(scope="session")
+def connect_server() -> Iterator[ConnectServer]:
+    """A Connect server on loopback whose Spark has two executor JVMs (``local-cluster``), so that
+    what a session ships (a model's file artifact) must reach executors that are not the server."""
+    server = ConnectServer.start("local-cluster[2,1,1024]")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def no_context(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No zoo_lite context before or after the test, and no SPARK_REMOTE but the test's own."""
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    stop_orca_context()
+    yield
+    stop_orca_context()
