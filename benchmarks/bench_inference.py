@@ -165,14 +165,27 @@ def count_loads(frame: Any, hidden: int, batch: int) -> tuple[int, list[int], li
 
 # -- the report ------------------------------------------------------------------------------------
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+def targets_and_throughput(targets: list, labels: dict[str, str], cases: dict[str, Any], rows: int) -> list[str]:
+    """The report's tables: the targets, then each case's rows per second (best and median)."""
+    return ["", "### Targets", "", *targets_table(targets), "",
+            "### Throughput", "", "| case | rows/s: best | rows/s: median | s: best (median) |", "|---|---:|---:|---:|",
+            *[f"| {label} | {rows / cases[name].best:,.0f} | {rows / cases[name].median:,.0f} | {cases[name].cell()} |"
+              for name, label in labels.items()], ""]
+
+
+def inference_arguments(doc: Optional[str], argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """The command line of the inference benchmarks (this one and bench_connect)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=1024, help="rows per model call (default 1024)")
     parser.add_argument("--hidden", type=int, default=128, help="width of the MLP's hidden layers (default 128, as bench_torch_fit)")
     parser.add_argument("--repeat", type=int, default=5, help="rounds (default 5)")
     parser.add_argument("--quick", action="store_true", help="1 round on 50,000 rows")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = inference_arguments(__doc__, argv)
     rows, repeat = (50_000, 1) if args.quick else (args.rows, args.repeat)
     command = command_line("bench_inference.py", argv)
 
@@ -227,7 +240,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     reference = sums["single_1"]
     agree = all(abs(value - reference) <= 1e-4 * abs(reference) for name, value in sums.items() if name != "floor")
     rate = {name: rows / cases[name].best for name in cases}
-    median_rate = {name: rows / cases[name].median for name in cases}
     vs_pyspark, vs_single, vs_predict = (rate["udf"] / rate[name] for name in ("pyspark", "single_1", "predict"))
     targets = [
         ("throughput, (a) `spark_udf` / (c) PySpark `predict_batch_udf`", vs_pyspark, ">= 1.0", vs_pyspark >= 1.0),
@@ -257,10 +269,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{'one load per Python worker' if one_each else 'NOT one load per Python worker'}; a new UDF's first query, "
         f"{first_udf_s:.2f} s",
         load_line(load_before, load_after),
-        "", "### Targets", "", *targets_table(targets), "",
-        "### Throughput", "", "| case | rows/s: best | rows/s: median | s: best (median) |", "|---|---:|---:|---:|",
-        *[f"| {label} | {rate[name]:,.0f} | {median_rate[name]:,.0f} | {cases[name].cell()} |" for name, label in CASES.items()],
-        "",
+        *targets_and_throughput(targets, CASES, cases, rows),
     ]))
     return 0
 
