@@ -27,13 +27,14 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 from zoo_lite.errors import ExecutorEnvironmentError
 from zoo_lite.waiting import announced_wait
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 __all__ = ["ExecutorPython", "check_executor_pythons", "check_executor_pythons_once", "probe_executor_pythons", "environment_error_of",
            "python_not_started", "module_missing_in_unpickling", "failed_task_host", "SHIP_THE_ENVIRONMENT",
@@ -45,6 +46,8 @@ _log = logging.getLogger("zoo_lite.executor_python")
 PROBE_TIMEOUT_S = 120.0
 #: after a failed job the executors are up: a short wait, then the message says what the failure showed
 _PROBE_AFTER_FAILURE_TIMEOUT_S = 30.0
+#: a Connect session's probe answers in rows (its tasks run mapInPandas, not an RDD's mapPartitions)
+_CONNECT_PROBE_SCHEMA = "host string, executable string, version string, missing string"
 #: what every zoo_lite job needs on the executors (zoo_lite's core)
 JOB_MODULES = ("zoo_lite", "numpy", "pandas", "pyarrow")
 
@@ -109,13 +112,14 @@ def _python_report(modules: tuple[str, ...]) -> Callable[[Iterator[Any]], Iterat
     return report
 
 
-def probe_executor_pythons(sc: "SparkContext", modules: Sequence[str], timeout_s: float = PROBE_TIMEOUT_S) -> list[ExecutorPython]:
+def probe_executor_pythons(spark: Union["SparkContext", "SparkSession"], modules: Sequence[str],
+                           timeout_s: float = PROBE_TIMEOUT_S) -> list[ExecutorPython]:
     """What the executors' Python is and which of ``modules`` it lacks, from one task per task slot.
 
     Parameters
     ----------
-    sc : pyspark.SparkContext
-        The context whose executors to ask.
+    spark : pyspark.SparkContext or Spark Connect SparkSession
+        The context whose executors to ask (a Connect session asks its server's).
     modules : sequence of str
         Top-level modules to look for (found, not imported: the check stays cheap).
     timeout_s : float
@@ -142,23 +146,27 @@ def probe_executor_pythons(sc: "SparkContext", modules: Sequence[str], timeout_s
     >>> python.version == platform.python_version(), python.missing
     (True, (('no_such_module', "No module named 'no_such_module'"),))
     """
-    tasks = max(1, sc.defaultParallelism)
-    group = f"zoo_lite-python-check-{uuid.uuid4().hex[:8]}"
+    from zoo_lite.spark_connect import is_connect_session
+
+    name = f"zoo_lite-python-check-{uuid.uuid4().hex[:8]}"
+    if is_connect_session(spark):
+        run, cancel = _connect_probe(spark, tuple(modules), name)
+    else:
+        run, cancel = _classic_probe(spark, tuple(modules), name)
     outcome: dict[str, Any] = {}
 
-    def run() -> None:
+    def answer() -> None:
         try:
-            sc.setJobGroup(group, "zoo_lite: check the executors' Python", interruptOnCancel=True)
-            outcome["answers"] = sc.parallelize(range(tasks), tasks).mapPartitions(_python_report(tuple(modules))).collect()
+            outcome["answers"] = run()
         except BaseException as error:  # noqa: BLE001 - re-raised on the calling thread
             outcome["error"] = error
 
-    thread = threading.Thread(target=run, name="zoo_lite-python-check", daemon=True)
+    thread = threading.Thread(target=answer, name="zoo_lite-python-check", daemon=True)
     thread.start()
     with announced_wait("the executors to report their Python", timeout_s):
         thread.join(timeout_s)
     if thread.is_alive():
-        sc.cancelJobGroup(group)
+        cancel()
         raise TimeoutError(f"no executor ran the Python check within {timeout_s:.0f} s")
     if "error" in outcome:
         not_started = python_not_started(str(outcome["error"]))
@@ -168,8 +176,47 @@ def probe_executor_pythons(sc: "SparkContext", modules: Sequence[str], timeout_s
     return sorted({ExecutorPython(*answer) for answer in outcome["answers"]}, key=lambda python: python.host)
 
 
-def check_executor_pythons(sc: "SparkContext", modules: Sequence[str], same_version: bool, purpose: str,
-                           timeout_s: float = PROBE_TIMEOUT_S) -> None:
+def _classic_probe(sc: "SparkContext", modules: tuple[str, ...], group: str) -> tuple[Callable[[], list], Callable[[], None]]:
+    """The probe's job on a SparkContext (one task per task slot, in the job group ``group``), and its cancel."""
+    tasks = max(1, sc.defaultParallelism)
+
+    def run() -> list:
+        sc.setJobGroup(group, "zoo_lite: check the executors' Python", interruptOnCancel=True)
+        return sc.parallelize(range(tasks), tasks).mapPartitions(_python_report(modules)).collect()
+
+    return run, lambda: sc.cancelJobGroup(group)
+
+
+def _connect_probe(spark: "SparkSession", modules: tuple[str, ...], tag: str) -> tuple[Callable[[], list], Callable[[], None]]:
+    """The probe's job on a Spark Connect session (a ``range`` in the server's default number of
+    partitions, one answer per task, tagged ``tag``), and its cancel."""
+    report = _python_report(modules)
+
+    def as_frames(_: Iterator[Any]) -> Iterator[Any]:
+        import json
+
+        import pandas as pd
+
+        for host, executable, version, missing in report(iter(())):
+            yield pd.DataFrame({"host": [host], "executable": [executable], "version": [version],
+                                "missing": [json.dumps(missing)]})
+
+    def run() -> list:
+        import json
+
+        spark.addTag(tag)   # a tag marks the operations this thread starts
+        try:
+            rows = spark.range(0, 1 << 20).mapInPandas(as_frames, _CONNECT_PROBE_SCHEMA).collect()
+        finally:
+            spark.removeTag(tag)
+        return [(row.host, row.executable, row.version, tuple(tuple(pair) for pair in json.loads(row.missing)))
+                for row in rows]
+
+    return run, lambda: spark.interruptTag(tag)
+
+
+def check_executor_pythons(sc: Union["SparkContext", "SparkSession"], modules: Sequence[str], same_version: bool,
+                           purpose: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Raise :class:`~zoo_lite.errors.ExecutorEnvironmentError` at once when the executors' Python
     lacks one of ``modules``, or, with ``same_version``, is another version than the driver's.
 
@@ -178,8 +225,8 @@ def check_executor_pythons(sc: "SparkContext", modules: Sequence[str], same_vers
 
     Parameters
     ----------
-    sc : pyspark.SparkContext
-        The context whose executors to check.
+    sc : pyspark.SparkContext or Spark Connect SparkSession
+        The context whose executors to check (a Connect session checks its server's).
     modules : sequence of str
         What the work needs on the executors, e.g. ``["zoo_lite", "numpy", "ray"]``.
     same_version : bool
@@ -221,10 +268,11 @@ def check_executor_pythons(sc: "SparkContext", modules: Sequence[str], same_vers
             "hosts' own)")
 
 
-def check_executor_pythons_once(sc: "SparkContext", modules: Sequence[str], same_version: bool, purpose: str) -> None:
+def check_executor_pythons_once(sc: Union["SparkContext", "SparkSession"], modules: Sequence[str], same_version: bool,
+                                purpose: str) -> None:
     """:func:`check_executor_pythons`, unless the executors' Python is this very interpreter (a
     local master with the driver's Python: nothing can differ), or the same check passed on this
-    context before.
+    context (or Spark Connect session) before.
 
     Examples
     --------
@@ -232,9 +280,15 @@ def check_executor_pythons_once(sc: "SparkContext", modules: Sequence[str], same
     >>> sc = init_orca_context(cores=2)
     >>> check_executor_pythons_once(sc, ["no_such_module"], same_version=False, purpose="a local master")
     """
-    if _executors_run_this_python(sc):
+    from zoo_lite.spark_connect import is_connect_session
+
+    if is_connect_session(sc):
+        context_id = sc.session_id
+    elif _executors_run_this_python(sc):
         return
-    key = (sc.applicationId, tuple(modules), same_version)   # an id() could come back for a later context
+    else:
+        context_id = sc.applicationId   # an id() could come back for a later context
+    key = (context_id, tuple(modules), same_version)
     if key in _passed_checks:
         return
     check_executor_pythons(sc, modules, same_version, purpose)

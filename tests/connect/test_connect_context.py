@@ -3,6 +3,7 @@ stop_orca_context ends, and the clear refusals of what still needs a classic Spa
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 
@@ -164,3 +165,32 @@ def test_what_needs_a_classic_spark_context_is_refused_by_name_before_any_job_ru
             with pytest.raises(SparkConnectUnsupportedError, match=rf"^{name} " + _ADVICE):
                 call()
     assert connect_server.jobs_run() == jobs_before, "a refused call ran a Spark job first"
+
+
+def test_the_executors_python_is_checked_through_the_connect_session(connect_server: ConnectServer, no_context):
+    from zoo_lite.errors import ExecutorEnvironmentError
+    from zoo_lite.executor_python import check_executor_pythons, probe_executor_pythons
+
+    spark = init_orca_context(cluster_mode="spark-connect", remote=connect_server.url)
+    [python] = probe_executor_pythons(spark, ["numpy", "no_such_module"])
+    assert python.executable == sys.executable   # the server's PYSPARK_PYTHON
+    assert python.missing == (("no_such_module", "No module named 'no_such_module'"),)
+    with pytest.raises(ExecutorEnvironmentError, match=r"this test needs no_such_module on the executors, but on host "
+                                                       r".* cannot find 'no_such_module'; ship this environment"):
+        check_executor_pythons(spark, ["no_such_module"], same_version=False, purpose="this test")
+
+
+def test_a_model_udf_runs_on_a_server_in_local_mode(local_mode_connect_server: ConnectServer, no_context):
+    """In local mode the tasks run in the server's own JVM, which finds a session's file artifacts
+    another way than executors of their own do (test_connect_inference runs every way on those)."""
+    from zoo_lite.learn.pytorch import Estimator
+
+    spark = init_orca_context(cluster_mode="spark-connect", remote=local_mode_connect_server.url)
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 2)
+    rows = np.random.default_rng(1).normal(size=(20, 3)).astype(np.float32)
+    udf = Estimator.from_torch(model=net, loss=torch.nn.MSELoss()).spark_udf(input_shapes=(3,))
+    frame = spark.createDataFrame(pd.DataFrame({"id": np.arange(20), "f": list(rows.astype(np.float64))}))
+    got = frame.select("id", udf("f").alias("p")).toPandas().sort_values("id")
+    np.testing.assert_allclose(np.stack(got["p"].to_numpy()), net(torch.from_numpy(rows)).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)

@@ -220,10 +220,10 @@ def model_udf(model: Any, payload: bytes, recipe: PredictRecipe, batch_size: int
 def _check_executors_can_run(recipe: PredictRecipe) -> None:
     """A query runs the UDF in the user's own job, where a missing environment shows as Spark's raw
     error: the executors are asked first, once per context (:mod:`zoo_lite.executor_python`)."""
-    from pyspark import SparkContext
-
+    from zoo_lite.context import OrcaContext
     from zoo_lite.executor_python import JOB_MODULES, check_executor_pythons_once
+    from zoo_lite.spark_connect import is_connect_session
 
-    sc = SparkContext._active_spark_context
-    if sc is not None:
-        check_executor_pythons_once(sc, (*JOB_MODULES, *recipe.needs), same_version=False, purpose="spark_udf")
+    spark = OrcaContext.get_spark_session()
+    check_executor_pythons_once(spark if is_connect_session(spark) else spark.sparkContext, (*JOB_MODULES, *recipe.needs),
+                                same_version=False, purpose="spark_udf")
