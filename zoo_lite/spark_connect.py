@@ -113,6 +113,18 @@ def remote_url_of(spark: "SparkSession") -> str:
     return f"sc://{spark.client._builder.endpoint}"
 
 
+def _shown(url: str) -> str:
+    """``url`` for a message: its parameters may hold a token, so they show as ``;...``.
+
+    Examples
+    --------
+    >>> _shown("sc://h:15002/;token=secret"), _shown("sc://h:15002")
+    ('sc://h:15002/;...', 'sc://h:15002')
+    """
+    address, _, parameters = url.partition(";")
+    return f"{address};..." if parameters else address
+
+
 def _check_client_installed() -> None:
     try:
         from pyspark.sql.connect.utils import check_dependencies
@@ -131,7 +143,7 @@ def _endpoint_of(url: str) -> tuple[str, int]:
     try:
         builder = DefaultChannelBuilder(url)
     except PySparkValueError as invalid:
-        raise InvalidArgumentError(f"remote={url!r} is not a valid Spark Connect URL: {invalid}") from None
+        raise InvalidArgumentError(f"remote={_shown(url)!r} is not a valid Spark Connect URL: {invalid}") from None
     host, _, port = builder.endpoint.rpartition(":")
     return host.strip("[]"), int(port)
 
@@ -197,7 +209,8 @@ def open_connect_session(remote: str, conf: Mapping[str, str], app_name: str = "
     """
     _check_client_installed()
     host, port = _endpoint_of(remote)
-    _check_reachable(remote, host, port)
+    shown = _shown(remote)
+    _check_reachable(shown, host, port)
     from pyspark.sql import SparkSession
 
     global _connect_mode_marked_here
@@ -206,8 +219,8 @@ def open_connect_session(remote: str, conf: Mapping[str, str], app_name: str = "
     # that pyspark.sql.functions, pandas_udf and the other shared APIs build Connect plans
     session = SparkSession.builder.remote(remote).appName(app_name).create()
     try:
-        _wait_for_first_answer(session, remote, timeout_s)
-        _apply_conf(session, conf, remote)
+        _wait_for_first_answer(session, shown, timeout_s)
+        _apply_conf(session, conf, shown)
     except BaseException:
         close_connect_session(session)
         raise

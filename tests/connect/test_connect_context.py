@@ -115,6 +115,9 @@ def test_a_url_where_no_server_listens_fails_at_once_with_the_url(no_context):
         init_orca_context(cluster_mode="spark-connect", remote=url)
     assert time.monotonic() - started < 30, "pyspark's client retried instead of failing"
     assert not OrcaContext.is_active()
+    with pytest.raises(ClusterStartError) as caught:
+        init_orca_context(cluster_mode="spark-connect", remote=f"{url}/;token=s3cret;use_ssl=false")
+    assert f"{url}/;..." in str(caught.value) and "s3cret" not in str(caught.value), "the message shows the token"
 
 
 def test_ray_on_spark_is_refused_on_connect(connect_server: ConnectServer, no_context):
