@@ -38,6 +38,7 @@ from zoo_lite.spark_connect import (
     active_connect_session,
     classic_only,
     close_connect_session,
+    context_of,
     is_connect_session,
     open_connect_session,
     remote_of,
@@ -408,7 +409,7 @@ def init_orca_context(
                 "active context unchanged (call stop_orca_context() first to start a different one)",
                 stacklevel=2,
             )
-            return _active.spark if is_connect_session(_active.spark) else _active.spark.sparkContext
+            return context_of(_active.spark)
         settings = SparkSettings(
             cluster_mode=_mode_given_spark_remote(cluster_mode or "local"), cores=cores, memory=memory,
             num_nodes=num_nodes, conf=_conf_dict(conf), **spark_kwargs,
@@ -433,7 +434,7 @@ def init_orca_context(
         if not _atexit_registered:
             atexit.register(stop_orca_context)
             _atexit_registered = True
-        return context.spark if is_connect_session(context.spark) else context.spark.sparkContext
+        return context_of(context.spark)
 
 
 def _mode_given_spark_remote(cluster_mode: str) -> str:

@@ -24,13 +24,12 @@ import os
 import platform
 import re
 import sys
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 from zoo_lite.errors import ExecutorEnvironmentError
-from zoo_lite.waiting import announced_wait
+from zoo_lite.waiting import call_within
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -153,27 +152,16 @@ def probe_executor_pythons(spark: Union["SparkContext", "SparkSession"], modules
         run, cancel = _connect_probe(spark, tuple(modules), name)
     else:
         run, cancel = _classic_probe(spark, tuple(modules), name)
-    outcome: dict[str, Any] = {}
-
-    def answer() -> None:
-        try:
-            outcome["answers"] = run()
-        except BaseException as error:  # noqa: BLE001 - re-raised on the calling thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=answer, name="zoo_lite-python-check", daemon=True)
-    thread.start()
-    with announced_wait("the executors to report their Python", timeout_s):
-        thread.join(timeout_s)
-    if thread.is_alive():
+    outcome = call_within(run, "the executors to report their Python", timeout_s, "zoo_lite-python-check")
+    if not outcome.finished:
         cancel()
         raise TimeoutError(f"no executor ran the Python check within {timeout_s:.0f} s")
-    if "error" in outcome:
-        not_started = python_not_started(str(outcome["error"]))
+    if outcome.error is not None:
+        not_started = python_not_started(str(outcome.error))
         if not_started is not None:
             raise not_started from None
-        raise outcome["error"]
-    return sorted({ExecutorPython(*answer) for answer in outcome["answers"]}, key=lambda python: python.host)
+        raise outcome.error
+    return sorted({ExecutorPython(*answer) for answer in outcome.value or []}, key=lambda python: python.host)
 
 
 def _classic_probe(sc: "SparkContext", modules: tuple[str, ...], group: str) -> tuple[Callable[[], list], Callable[[], None]]:

@@ -17,10 +17,10 @@ import os
 import socket
 import sys
 import tempfile
-import threading
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from zoo_lite.errors import ClusterStartError, ContextError, InvalidArgumentError, SparkConnectUnsupportedError
+from zoo_lite.waiting import call_within
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,6 +29,7 @@ __all__ = [
     "CONNECT_MODE",
     "remote_of",
     "is_connect_session",
+    "context_of",
     "active_connect_session",
     "open_connect_session",
     "close_connect_session",
@@ -91,6 +92,20 @@ def is_connect_session(spark: Any) -> bool:
     False
     """
     return type(spark).__module__ == _CONNECT_MODULE
+
+
+def context_of(spark: "SparkSession") -> Any:
+    """The SparkContext of a classic session, and a Spark Connect session itself, which has none:
+    what ``init_orca_context`` returns, and what the executors' checks run their job on.
+
+    Examples
+    --------
+    >>> from zoo_lite import OrcaContext, init_orca_context
+    >>> sc = init_orca_context(cores=2)
+    >>> context_of(OrcaContext.get_spark_session()) is sc
+    True
+    """
+    return spark if is_connect_session(spark) else spark.sparkContext
 
 
 def active_connect_session() -> Optional["SparkSession"]:
@@ -161,21 +176,12 @@ def _check_reachable(url: str, host: str, port: int) -> None:
 
 def _wait_for_first_answer(session: "SparkSession", url: str, timeout_s: float) -> None:
     """Ask the server its Spark version, bounded by ``timeout_s``."""
-    answer: dict[str, Any] = {}
-
-    def ask() -> None:
-        try:
-            answer["version"] = session.version
-        except BaseException as error:  # noqa: BLE001 - reported below
-            answer["error"] = error
-
-    asking = threading.Thread(target=ask, name="zoo_lite-connect-probe", daemon=True)
-    asking.start()
-    asking.join(timeout_s)
-    if "version" in answer:
+    outcome = call_within(lambda: session.version, f"the Spark Connect server at {url} to answer", timeout_s,
+                          "zoo_lite-connect-probe")
+    if outcome.finished and outcome.error is None:
         return
-    if "error" in answer:
-        error = answer["error"]
+    if outcome.error is not None:
+        error = outcome.error
         raise ClusterStartError(f"the Spark Connect server at {url} refused the session: "
                                 f"{type(error).__name__}: {str(error)[:1000]}") from None
     raise ClusterStartError(f"the Spark Connect server at {url} did not answer within {timeout_s:.0f} s; is it a "

@@ -9,9 +9,12 @@ import contextlib
 import logging
 import threading
 import time
-from typing import Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Generic, Iterator, Optional, TypeVar
 
-__all__ = ["announced_wait", "printing_logger", "ANNOUNCE_AFTER_S", "ANNOUNCE_EVERY_S"]
+__all__ = ["announced_wait", "call_within", "CallOutcome", "printing_logger", "ANNOUNCE_AFTER_S", "ANNOUNCE_EVERY_S"]
+
+T = TypeVar("T")
 
 #: a wait shorter than this says nothing; a longer one says what it waits for, and repeats it
 ANNOUNCE_AFTER_S = 5.0
@@ -71,3 +74,44 @@ def announced_wait(what: str, bound_s: float, after_s: Optional[float] = None,
     finally:
         done.set()
         announcer.join()
+
+
+@dataclass
+class CallOutcome(Generic[T]):
+    """How a :func:`call_within` ended: ``finished`` in time, with its ``value`` or the ``error``
+    it raised (left to the caller, which knows what it means)."""
+
+    finished: bool
+    value: Optional[T] = None
+    error: Optional[BaseException] = None
+
+
+def call_within(func: Callable[[], T], what: str, timeout_s: float, thread_name: str) -> CallOutcome[T]:
+    """``func()`` in a daemon thread named ``thread_name``, waited for at most ``timeout_s`` under
+    :func:`announced_wait` (``what`` is what the wait is for). A call that has not finished is left
+    running: the caller cancels what it started (a Spark job, an RPC).
+
+    Examples
+    --------
+    >>> call_within(lambda: 6 * 7, "the answer", 10, "example").value
+    42
+    >>> outcome = call_within(lambda: 1 / 0, "a division", 10, "example")
+    >>> outcome.finished, type(outcome.error).__name__
+    (True, 'ZeroDivisionError')
+    >>> call_within(lambda: time.sleep(1), "a nap", 0.05, "example").finished
+    False
+    """
+    outcome: CallOutcome[T] = CallOutcome(finished=False)
+
+    def run() -> None:
+        try:
+            outcome.value = func()
+        except BaseException as error:  # noqa: BLE001 - handed to the caller
+            outcome.error = error
+        outcome.finished = True
+
+    thread = threading.Thread(target=run, name=thread_name, daemon=True)
+    thread.start()
+    with announced_wait(what, timeout_s):
+        thread.join(timeout_s)
+    return outcome if not thread.is_alive() else CallOutcome(finished=False)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import threading
 import time
 import uuid
 import warnings
@@ -44,7 +43,7 @@ from zoo_lite.ray_on_spark.node_launch import (
 )
 from zoo_lite.spark_settings import (RaySettings, cores_per_executor, drop_executors, memory_to_mb, registered_executor_hosts,
                                      registered_executors)
-from zoo_lite.waiting import announced_wait
+from zoo_lite.waiting import announced_wait, call_within
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -460,43 +459,37 @@ def _run_launch_job(spark: "SparkSession", plan: NodePlan, head_address: str, nu
     bounded; cancel it on timeout."""
     sc = spark.sparkContext
     group = f"zoo_lite-ray-start-{uuid.uuid4().hex[:8]}"
-    outcome: dict[str, Any] = {}
     task = barrier_task_starting_nodes(plan, head_address, occupied, wanted)
 
-    def launch() -> None:
-        try:
-            sc.setJobGroup(group, "zoo_lite: start Ray on the executors", interruptOnCancel=True)
-            rdd = sc.parallelize(range(num_tasks), num_tasks).barrier().mapPartitions(task)
-            if executor_cores > int(sc.getConf().get("spark.task.cpus", "1")):
-                from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
+    def launch() -> list[dict[str, Any]]:
+        sc.setJobGroup(group, "zoo_lite: start Ray on the executors", interruptOnCancel=True)
+        rdd = sc.parallelize(range(num_tasks), num_tasks).barrier().mapPartitions(task)
+        if executor_cores > int(sc.getConf().get("spark.task.cpus", "1")):
+            from pyspark.resource import ResourceProfileBuilder, TaskResourceRequests
 
-                rdd = rdd.withResources(ResourceProfileBuilder().require(TaskResourceRequests().cpus(executor_cores)).build)
-            outcome["results"] = rdd.collect()
-        except BaseException as error:  # noqa: BLE001 - re-raised on the calling thread
-            outcome["error"] = error
+            rdd = rdd.withResources(ResourceProfileBuilder().require(TaskResourceRequests().cpus(executor_cores)).build)
+        return rdd.collect()
 
-    thread = threading.Thread(target=launch, name="zoo_lite-ray-start", daemon=True)
-    thread.start()
     # node start-ups are bounded by the same timeout; the margin covers scheduling the tasks
-    with announced_wait(f"Ray to start on {num_tasks} executor(s) (the launch job)", plan.start_timeout_s * 2 + 30):
-        thread.join(plan.start_timeout_s * 2 + 30)
-    if thread.is_alive():
+    outcome = call_within(launch, f"Ray to start on {num_tasks} executor(s) (the launch job)", plan.start_timeout_s * 2 + 30,
+                          "zoo_lite-ray-start")
+    if not outcome.finished:
         sc.cancelJobGroup(group)
         raise ClusterStartError(
             f"the Spark job starting {wanted} Ray node(s) did not finish within {plan.start_timeout_s * 2 + 30:.0f} s; "
             "the executors may lack free task slots (another job running?) or num_ray_nodes exceeds what "
             "can run at once; raise ray_start_timeout_s if the nodes are just slow"
         )
-    if "error" in outcome:
-        environment = environment_error_of(outcome["error"], sc)
+    if outcome.error is not None:
+        environment = environment_error_of(outcome.error, sc)
         if environment is not None:
-            raise environment from outcome["error"]
+            raise environment from outcome.error
         raise ClusterStartError(
             "the Spark job starting Ray failed: a launching task or its executor was lost (Spark does not "
             "retry a failed barrier stage); the nodes it had started are ended; call init_orca_context again "
-            f"once the executors are healthy. Spark said: {str(outcome['error'])[:2000]}"
-        ) from outcome["error"]
-    return list(outcome["results"])
+            f"once the executors are healthy. Spark said: {str(outcome.error)[:2000]}"
+        ) from outcome.error
+    return list(outcome.value or [])
 
 
 def _executor_hosts(spark: "SparkSession", nodes: int, wait_s: float) -> list[str]:

@@ -1,11 +1,12 @@
 """Prediction where the data is: in the Spark tasks that hold each partition, for any framework.
 
 The trained model goes to the executors once (a broadcast, or a file artifact on Spark Connect;
-loaded once by each Python worker and kept across tasks); each task runs it over its own rows. A Spark DataFrame keeps every column and
-gains one column per model output through ``mapInArrow``: rows stay in place and in order,
-nothing passes the driver, and the input is read once (moving it into Ray and back would copy
-every column twice, and zipping results with a recomputed input is only safe for deterministic
-inputs). A framework says how to load and run its model with a :class:`PredictRecipe`.
+loaded once by each Python worker and kept across tasks); each task runs it over its own rows. A
+Spark DataFrame keeps every column and gains one column per model output through ``mapInArrow``:
+rows stay in place and in order, nothing passes the driver, and the input is read once (moving it
+into Ray and back would copy every column twice, and zipping results with a recomputed input is
+only safe for deterministic inputs). A framework says how to load and run its model with a
+:class:`PredictRecipe`.
 """
 
 from __future__ import annotations

@@ -222,8 +222,7 @@ def _check_executors_can_run(recipe: PredictRecipe) -> None:
     error: the executors are asked first, once per context (:mod:`zoo_lite.executor_python`)."""
     from zoo_lite.context import OrcaContext
     from zoo_lite.executor_python import JOB_MODULES, check_executor_pythons_once
-    from zoo_lite.spark_connect import is_connect_session
+    from zoo_lite.spark_connect import context_of
 
-    spark = OrcaContext.get_spark_session()
-    check_executor_pythons_once(spark if is_connect_session(spark) else spark.sparkContext, (*JOB_MODULES, *recipe.needs),
+    check_executor_pythons_once(context_of(OrcaContext.get_spark_session()), (*JOB_MODULES, *recipe.needs),
                                 same_version=False, purpose="spark_udf")
